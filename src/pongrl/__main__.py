@@ -1,0 +1,5 @@
+import sys
+
+from pongrl.cli import main
+
+sys.exit(main())

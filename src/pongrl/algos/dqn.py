@@ -1,0 +1,307 @@
+"""DQN on single-player Pong against the built-in AI, readable top to bottom.
+
+Mnih et al. (2015) with the options that make it learn faster: n-step returns, double DQN,
+Huber loss, gradient clipping. `--preset seed` turns them off to reproduce the blog's TF-Agents run.
+
+The loop collects `num_envs` steps at a time on ale-py's C++ vector env. Actions are sent to the
+emulators first and the gradient steps run while the emulator threads play (`send` ... `recv`),
+so emulation hides behind the network update. Everything the run needs to continue exactly is in
+the checkpoint: networks, optimizer moments, counters, schedule positions, RNG states, and the
+replay buffer beside it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pongrl import config as config_module
+from pongrl.agent import QAgent
+from pongrl.checkpoint import checkpoint_name, load_checkpoint, save_checkpoint
+from pongrl.envs import NUM_ACTIONS, make_vector_env
+from pongrl.errors import PongrlError
+from pongrl.evaluate import play_games, summarize
+from pongrl.nets import QNetwork
+from pongrl.replay import FrameReplayBuffer
+from pongrl.run import METRICS_FILE, MetricsLog, Progress, StopSignal, Stopwatch, TensorBoard, checkpoint_dir
+from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
+
+METRIC_COLUMNS = [
+    "env_step", "wall_seconds", "episodes", "average_return", "average_length", "loss", "q_mean",
+    "epsilon", "steps_per_second", "eval_mean_return", "eval_std_return",
+]
+RECENT_EPISODES = 10  # the training curve is the mean over the last 10 finished games
+
+
+def linear_epsilon(config, env_step: int) -> float:
+    fraction = min(1.0, env_step / config.epsilon_decay_steps)
+    return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
+
+
+def td_targets(returns, discounts, next_q_target, next_q_online=None):
+    """n-step TD targets: R + gamma^k * Q_target(s', a*), with a* = argmax Q_target (classic DQN)
+    or argmax Q_online (double DQN). `discounts` is 0 after a terminal."""
+    chooser = next_q_online if next_q_online is not None else next_q_target
+    best_action = chooser.argmax(dim=1, keepdim=True)
+    return returns + discounts * next_q_target.gather(1, best_action).squeeze(1)
+
+
+def td_loss(q_taken, targets, kind: str):
+    return F.smooth_l1_loss(q_taken, targets) if kind == "huber" else F.mse_loss(q_taken, targets)
+
+
+def _to_device(frames: np.ndarray, device: torch.device) -> torch.Tensor:
+    # channels_last runs the convolutions ~25% faster on CPU (measured, see docs/benchmarks.md)
+    return torch.from_numpy(frames).to(device).contiguous(memory_format=torch.channels_last)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise PongrlError("--device cuda: no CUDA device is available")
+    return torch.device(name)
+
+
+class DQNState:
+    """Everything a DQN run must carry across a stop: networks, optimizer, replay, counters, RNGs."""
+
+    def __init__(self, config, device: torch.device):
+        self.config = config
+        self.rng = seed_everything(config.seed)
+        self.q_network = QNetwork(NUM_ACTIONS).to(device, memory_format=torch.channels_last)
+        self.target_network = QNetwork(NUM_ACTIONS).to(device, memory_format=torch.channels_last)
+        self.target_network.load_state_dict(self.q_network.state_dict())
+        self.optimizer = torch.optim.Adam(self.q_network.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        self.buffer = FrameReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma)
+        self.counters = dict(env_step=0, grad_steps=0, episodes=0, last_target_update=0, train_credit=0,
+                             wall_seconds=0.0, resumes=0)
+        self.recent_returns: deque = deque(maxlen=RECENT_EPISODES)
+        self.recent_lengths: deque = deque(maxlen=RECENT_EPISODES)
+
+    def payload(self) -> dict:
+        """The checkpoint contents (the replay buffer is saved beside it, see `make_checkpoint`)."""
+        return {
+            "algo": "dqn", "obs_profile": QAgent.obs_profile, "env_step": self.counters["env_step"],
+            "config": config_module.to_dict(self.config),
+            "state": {"q_network": self.q_network.state_dict(), "target_network": self.target_network.state_dict(),
+                      "optimizer": self.optimizer.state_dict()},
+            "counters": dict(self.counters), "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths), "rng": capture_rng(self.rng),
+            "torch_version": str(torch.__version__),
+        }
+
+    def restore(self, payload: dict) -> None:
+        _check_matches(payload, self.config)
+        try:
+            self.q_network.load_state_dict(payload["state"]["q_network"])
+            self.target_network.load_state_dict(payload["state"]["target_network"])
+            self.optimizer.load_state_dict(payload["state"]["optimizer"])
+            self.counters.update(payload["counters"])
+            self.recent_returns.extend(payload["recent_returns"])
+            self.recent_lengths.extend(payload["recent_lengths"])
+            restore_rng(payload["rng"], self.rng)
+        except (KeyError, RuntimeError, ValueError, TypeError) as error:
+            raise PongrlError(f"{payload.get('path')}: incomplete DQN checkpoint ({str(error)[:100]})") from None
+        replay_file = payload.get("replay_buffer")
+        if replay_file:
+            replay_path = os.path.join(os.path.dirname(payload["path"]), replay_file)
+            if os.path.exists(replay_path):
+                self.buffer.load(replay_path)
+            else:
+                print(f"pongrl: note: {replay_path} is gone (only the latest checkpoint keeps its replay buffer); "
+                      "refilling the buffer before learning again", file=sys.stderr)
+
+
+def train(config, run_dir: str, resume_from: str | None = None) -> int:
+    """Train (or continue) a DQN run; returns the process exit code."""
+    device = pick_device(config.device)
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    state = DQNState(config, device)
+    if resume_from is not None:
+        state.restore(load_checkpoint(resume_from))
+        # The emulators cannot be restored mid-game, so games open at the checkpoint end there
+        # (a truncation for the learner) and fresh games start.
+        state.buffer.close_episodes()
+        state.counters["resumes"] += 1
+    q_network, target_network, optimizer = state.q_network, state.target_network, state.optimizer
+    buffer, counters, rng = state.buffer, state.counters, state.rng
+    recent_returns, recent_lengths = state.recent_returns, state.recent_lengths
+    env_step = counters["env_step"]
+    if env_step >= config.total_steps:
+        raise PongrlError(f"the run is already at step {env_step}, at or past --total-steps {config.total_steps}")
+
+    env, obs = make_vector_env(config.num_envs, derived_seed(config.seed, counters["resumes"], env_step))
+    running_return = np.zeros(config.num_envs)
+    running_length = np.zeros(config.num_envs, np.int64)
+
+    resumed_at = env_step if resume_from is not None else None
+    metrics = MetricsLog(os.path.join(run_dir, METRICS_FILE), METRIC_COLUMNS, resumed_at)
+    board = TensorBoard(run_dir, config, purge_step=resumed_at + 1 if resumed_at is not None else None)
+    progress = Progress(config.total_steps, env_step, "dqn")
+    stopwatch = Stopwatch(counters["wall_seconds"])
+    losses, q_means, pending_eval = [], [], None
+    log_clock, last_sps = (time.perf_counter(), env_step), 0.0
+
+    def make_checkpoint() -> str:
+        counters.update(env_step=env_step, wall_seconds=stopwatch.seconds())
+        payload = state.payload()
+        payload["replay_buffer"] = None
+        if config.save_buffer:
+            payload["replay_buffer"] = f"replay_{checkpoint_name(env_step)}.npz"
+            buffer.save(os.path.join(checkpoint_dir(run_dir), payload["replay_buffer"]))
+        return save_checkpoint(checkpoint_dir(run_dir), payload, keep=config.keep_checkpoints)
+
+    def crossed(every: int, before: int) -> bool:
+        return every > 0 and env_step // every > before // every
+
+    last_checkpoint_step = env_step if resume_from is not None else -1
+    with StopSignal() as stop:
+        while env_step < config.total_steps and not stop.received:
+            # 1. Act: epsilon-greedy on the current stacks, random until learning starts.
+            epsilon = linear_epsilon(config, env_step)
+            if env_step < config.learning_starts:
+                actions = rng.integers(0, NUM_ACTIONS, config.num_envs)
+            else:
+                with torch.inference_mode():
+                    actions = q_network(_to_device(obs, device)).argmax(dim=1).cpu().numpy()
+                explore = rng.random(config.num_envs) < epsilon
+                actions = np.where(explore, rng.integers(0, NUM_ACTIONS, config.num_envs), actions)
+            env.send(actions.astype(np.int64))
+
+            # 2. Learn while the emulators play this step.
+            # After a resume without its replay buffer, the buffer refills before learning again.
+            if env_step >= config.learning_starts and len(buffer) >= max(config.batch_size, min(config.learning_starts, buffer.capacity // 2)):
+                counters["train_credit"] += config.num_envs
+                while counters["train_credit"] >= config.train_frequency:
+                    counters["train_credit"] -= config.train_frequency
+                    loss, q_mean = _gradient_step(config, buffer, rng, q_network, target_network, optimizer, device)
+                    counters["grad_steps"] += 1
+                    losses.append(loss)
+                    q_means.append(q_mean)
+
+            # 3. Store what the emulators did.
+            next_obs, rewards, terminated, truncated, info = env.recv()
+            buffer.add(obs, actions, np.clip(rewards, -1, 1), terminated, truncated, info.get("final_obs"))
+            running_return += rewards
+            running_length += 1
+            for i in np.flatnonzero(terminated | truncated):
+                counters["episodes"] += 1
+                recent_returns.append(float(running_return[i]))
+                recent_lengths.append(int(running_length[i]))
+                board.scalars({"charts/episodic_return": running_return[i], "charts/episodic_length": running_length[i]},
+                              env_step)
+                running_return[i], running_length[i] = 0, 0
+            obs = next_obs
+            before, env_step = env_step, env_step + config.num_envs
+
+            if env_step - counters["last_target_update"] >= config.target_update_every:
+                target_network.load_state_dict(q_network.state_dict())
+                counters["last_target_update"] = env_step
+
+            # 4. Judge, report, save.
+            if crossed(config.eval_every, before):
+                agent = QAgent(q_network if device.type == "cpu" else _cpu_copy(q_network))
+                games = play_games(lambda o: agent.act(o, config.eval_epsilon, rng), config.eval_episodes,
+                                   derived_seed(config.seed, 7, env_step))
+                q_network.train()
+                pending_eval = summarize(games)
+                board.scalars({"eval/mean_return": pending_eval["mean"], "eval/std_return": pending_eval["std"]}, env_step)
+                progress.log(f"step {env_step}: eval over {pending_eval['games']} games "
+                             f"{pending_eval['mean']:+.2f} +- {pending_eval['std']:.2f}")
+            if crossed(config.log_every, before) or env_step >= config.total_steps:
+                now = time.perf_counter()
+                sps = (env_step - log_clock[1]) / max(now - log_clock[0], 1e-9)
+                log_clock, last_sps = (now, env_step), sps
+                row = {
+                    "env_step": env_step, "wall_seconds": round(stopwatch.seconds(), 1),
+                    "episodes": counters["episodes"],
+                    "average_return": float(np.mean(recent_returns)) if recent_returns else None,
+                    "average_length": float(np.mean(recent_lengths)) if recent_lengths else None,
+                    "loss": float(np.mean(losses)) if losses else None,
+                    "q_mean": float(np.mean(q_means)) if q_means else None,
+                    "epsilon": epsilon, "steps_per_second": sps,
+                    "eval_mean_return": pending_eval["mean"] if pending_eval else None,
+                    "eval_std_return": pending_eval["std"] if pending_eval else None,
+                }
+                metrics.write(row)
+                board.scalars({"charts/average_return": row["average_return"], "losses/td_loss": row["loss"],
+                               "losses/q_values": row["q_mean"], "charts/epsilon": epsilon, "charts/SPS": sps}, env_step)
+                progress.log(_log_line(row)) if not progress.interactive else None
+                losses, q_means, pending_eval = [], [], None
+            progress.update(env_step, {"sps": f"{last_sps:.0f}",
+                                       "return": f"{np.mean(recent_returns):+.1f}" if recent_returns else "-",
+                                       "eps": f"{epsilon:.2f}"})
+            if crossed(config.checkpoint_every, before):
+                make_checkpoint()
+                last_checkpoint_step = env_step
+
+        if last_checkpoint_step != env_step:
+            path = make_checkpoint()
+        else:
+            path = os.path.join(checkpoint_dir(run_dir), checkpoint_name(env_step) + ".pt")
+    env.close()
+    progress.close()
+    metrics.close()
+    board.close()
+    if stop.received:
+        print(f"pongrl: stopped at step {env_step}; checkpoint {path}; continue with: pongrl resume {run_dir}")
+        return stop.exit_code
+    print(f"pongrl: finished at step {env_step}; checkpoint {path}")
+    return 0
+
+
+def _gradient_step(config, buffer, rng, q_network, target_network, optimizer, device):
+    batch = buffer.sample(config.batch_size, rng)
+    obs = _to_device(batch["obs"], device)
+    next_obs = _to_device(batch["next_obs"], device)
+    actions = torch.from_numpy(batch["actions"]).to(device)
+    returns = torch.from_numpy(batch["returns"]).to(device)
+    discounts = torch.from_numpy(batch["discounts"]).to(device)
+    with torch.no_grad():
+        next_q_target = target_network(next_obs)
+        next_q_online = q_network(next_obs) if config.double_dqn else None
+        targets = td_targets(returns, discounts, next_q_target, next_q_online)
+    q_values = q_network(obs)
+    q_taken = q_values.gather(1, actions.unsqueeze(1)).squeeze(1)
+    loss = td_loss(q_taken, targets, config.loss)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if config.max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(q_network.parameters(), config.max_grad_norm)
+    optimizer.step()
+    return loss.item(), q_taken.mean().item()
+
+
+def _cpu_copy(network: QNetwork) -> QNetwork:
+    copy = QNetwork(NUM_ACTIONS)
+    copy.load_state_dict({k: v.cpu() for k, v in network.state_dict().items()})
+    return copy
+
+
+def _log_line(row: dict) -> str:
+    parts = [f"step {row['env_step']}", f"episodes {row['episodes']}"]
+    if row["average_return"] is not None:
+        parts.append(f"return {row['average_return']:+.2f}")
+    if row["loss"] is not None:
+        parts.append(f"loss {row['loss']:.4f}")
+    parts.append(f"eps {row['epsilon']:.3f}")
+    parts.append(f"{row['steps_per_second']:.0f} steps/s")
+    return " | ".join(parts)
+
+
+def _check_matches(payload: dict, config) -> None:
+    """A checkpoint resumes only the run it came from: same algorithm and same experiment settings."""
+    if payload.get("algo") != "dqn":
+        raise PongrlError(f"{payload['path']}: a {payload.get('algo')!r} checkpoint cannot resume a dqn run")
+    saved = payload.get("config", {})
+    current = config_module.to_dict(config)
+    differing = sorted(k for k in current if k not in config_module.RESUME_MUTABLE and saved.get(k) != current[k])
+    if differing:
+        raise PongrlError(f"{payload['path']}: checkpoint does not match the run's config.yaml ({', '.join(differing)} differ)")

@@ -1,0 +1,157 @@
+"""Checkpoints: atomic writes, rotation with a `latest` pointer, and validated loading.
+
+A checkpoint is `checkpoints/step_<env step>.pt` (a dict of tensors and plain values, loaded with
+`torch.load(weights_only=True)` so loading never runs code) plus `step_<env step>.json`, a small
+manifest with the file's SHA-256, its step and format version. `checkpoints/latest` names the newest
+complete checkpoint; it is replaced only after the checkpoint and its manifest are on disk.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from typing import Any, Callable
+
+import torch
+
+from pongrl.errors import PongrlError
+
+FORMAT = "pongrl-checkpoint"
+FORMAT_VERSION = 1
+LATEST = "latest"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def atomic_write(path: str, write: Callable[[Any], None]) -> None:
+    """Write through a temp file in the same directory, fsync it, then rename over `path`."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temp_path = tempfile.mkstemp(dir=directory, prefix=".tmp-" + os.path.basename(path))
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the usual file mode
+        os.replace(temp_path, path)
+    except BaseException:
+        if os.path.exists(temp_path):
+            os.unlink(temp_path)
+        raise
+    directory_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(directory_fd)
+    finally:
+        os.close(directory_fd)
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    atomic_write(path, lambda stream: stream.write(data))
+
+
+def checkpoint_name(env_step: int) -> str:
+    return f"step_{env_step:012d}"
+
+
+def save_checkpoint(checkpoint_dir: str, payload: dict, keep: int, protected: set[str] = frozenset()) -> str:
+    """Write payload as the newest checkpoint, point `latest` at it, and drop periodic checkpoints
+    beyond the newest `keep` (names in `protected` are never dropped). Returns the .pt path."""
+    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, **payload}
+    name = checkpoint_name(int(payload["env_step"]))
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    data = buffer.getvalue()
+    path = os.path.join(checkpoint_dir, name + ".pt")
+    atomic_write_bytes(path, data)
+    manifest = {
+        "file": name + ".pt",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "env_step": int(payload["env_step"]),
+        "algo": payload.get("algo"),
+        "format_version": FORMAT_VERSION,
+        "replay_buffer": payload.get("replay_buffer"),
+    }
+    atomic_write_bytes(os.path.join(checkpoint_dir, name + ".json"), json.dumps(manifest, indent=1).encode())
+    atomic_write_bytes(os.path.join(checkpoint_dir, LATEST), (name + "\n").encode())
+    _rotate(checkpoint_dir, keep, protected | {name})
+    return path
+
+
+def list_checkpoints(checkpoint_dir: str) -> list[str]:
+    """Names (without extension) of complete checkpoints, oldest first."""
+    if not os.path.isdir(checkpoint_dir):
+        return []
+    names = [f[:-5] for f in os.listdir(checkpoint_dir) if f.startswith("step_") and f.endswith(".json")]
+    return sorted(n for n in names if os.path.exists(os.path.join(checkpoint_dir, n + ".pt")))
+
+
+def _rotate(checkpoint_dir: str, keep: int, protected: set[str]) -> None:
+    names = list_checkpoints(checkpoint_dir)
+    for name in names[:-keep] if keep > 0 else []:
+        if name in protected:
+            continue
+        for suffix in (".pt", ".json"):
+            path = os.path.join(checkpoint_dir, name + suffix)
+            if os.path.exists(path):
+                os.unlink(path)
+    # Only the latest checkpoint keeps a replay buffer beside it.
+    latest = read_latest(checkpoint_dir)
+    for file in os.listdir(checkpoint_dir):
+        if file.startswith("replay_") and file != f"replay_{latest}.npz":
+            os.unlink(os.path.join(checkpoint_dir, file))
+
+
+def read_latest(checkpoint_dir: str) -> str | None:
+    pointer = os.path.join(checkpoint_dir, LATEST)
+    if not os.path.exists(pointer):
+        return None
+    with open(pointer) as handle:
+        return handle.read().strip() or None
+
+
+def resolve(path: str) -> str:
+    """Accept a run directory, its checkpoints directory, or a checkpoint file; return the file."""
+    if os.path.isdir(path):
+        checkpoint_dir = path if os.path.basename(os.path.normpath(path)) == "checkpoints" else os.path.join(path, "checkpoints")
+        name = read_latest(checkpoint_dir)
+        if name is None:
+            raise PongrlError(f"{path}: no checkpoint found (no {os.path.join(checkpoint_dir, LATEST)})")
+        return os.path.join(checkpoint_dir, name + ".pt")
+    if not os.path.exists(path):
+        raise PongrlError(f"{path}: no such file or directory")
+    return path
+
+
+def load_checkpoint(path: str) -> dict:
+    """Load and validate a pongrl checkpoint; refuse anything else with a one-line reason."""
+    path = resolve(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise PongrlError(f"{path}: cannot read ({error.strerror})") from None
+    manifest_path = path[:-3] + ".json" if path.endswith(".pt") else None
+    if manifest_path and os.path.exists(manifest_path):
+        try:
+            with open(manifest_path) as handle:
+                manifest = json.load(handle)
+            expected = manifest["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise PongrlError(f"{manifest_path}: unreadable checkpoint manifest") from None
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise PongrlError(f"{path}: checksum mismatch, the checkpoint is corrupt or truncated")
+    try:
+        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for damaged or foreign files
+        reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
+        raise PongrlError(f"{path}: not a readable pongrl checkpoint ({reason})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise PongrlError(f"{path}: not a pongrl checkpoint")
+    version = payload.get("format_version")
+    if version != FORMAT_VERSION:
+        raise PongrlError(f"{path}: checkpoint format version {version} is not supported (this pongrl reads {FORMAT_VERSION})")
+    payload["path"] = path
+    return payload

@@ -1,0 +1,226 @@
+"""The `pongrl` command line: parses, calls, and turns problems into one-line messages.
+
+Exit codes: 0 success, 1 a refused input or failed action (message on stderr), 2 a bad command
+line, 128+N when a training run was stopped by signal N after writing its checkpoint.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+
+from pongrl import config as config_module
+from pongrl.errors import PongrlError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line in one line (plus a hint), exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict) -> None:
+    """One flag per config field, defaulting to None so the preset decides unless given."""
+    defaults = cls()
+    skip = {"algo", "preset"}
+    for field in dataclasses.fields(cls):
+        if field.name in skip:
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        default = getattr(defaults, field.name)
+        seed_value = presets.get("seed", {}).get(field.name)
+        shown = f"default {default}" + (f"; seed preset {seed_value}" if seed_value is not None else "")
+        helptext = f"{config_module.FIELD_HELP.get(field.name, '')} ({shown})"
+        if isinstance(default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
+        elif isinstance(default, int):
+            kind = _int if field.name in ("seed", "learning_starts", "eval_every", "torch_threads") else _positive_int
+            parser.add_argument(flag, type=kind, default=None, metavar="N", help=helptext)
+        elif isinstance(default, float):
+            parser.add_argument(flag, type=_float, default=None, metavar="X", help=helptext)
+        else:
+            parser.add_argument(flag, type=str, default=None, help=helptext)
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="pongrl", description="Train and study agents that play Atari Pong from pixels.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    commands.required = True
+
+    train = commands.add_parser("train", help="train an agent (dqn)")
+    algos = train.add_subparsers(dest="algo", metavar="ALGO", parser_class=Parser)
+    algos.required = True
+    dqn = algos.add_parser("dqn", help="DQN against the built-in AI")
+    dqn.add_argument("--run-dir", help="where the run goes (default runs/pong__dqn__<preset>__<seed>__<time>)")
+    dqn.add_argument("--preset", default="default", choices=sorted(config_module.DQN_PRESETS),
+                     help="hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here")
+    dqn.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
+    _add_config_flags(dqn, config_module.DQNConfig, config_module.DQN_PRESETS)
+
+    resume = commands.add_parser("resume", help="continue a run from its latest checkpoint")
+    resume.add_argument("run_dir", metavar="RUN")
+    steps = resume.add_mutually_exclusive_group()
+    steps.add_argument("--total-steps", type=_positive_int, help="train until this many env steps in all")
+    steps.add_argument("--extra-steps", type=_positive_int, help="train this many more env steps")
+    resume.add_argument("--checkpoint", help="resume from this checkpoint of the run instead of the latest")
+
+    evaluate = commands.add_parser("eval", help="play whole games against the built-in AI")
+    evaluate.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
+    evaluate.add_argument("--episodes", type=_positive_int, default=10, help="games to play (default 10)")
+    evaluate.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
+    evaluate.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
+    evaluate.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+    plot = commands.add_parser("plot", help="plot average return and loss of one or more runs")
+    plot.add_argument("runs", nargs="+", metavar="RUN")
+    plot.add_argument("--out", help="PNG file (default RUN/plots/curves.png of the first run)")
+
+    video = commands.add_parser("video", help="record the agent playing, in full colour")
+    video.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
+    video.add_argument("--out", help="FILE.mp4 or FILE.gif (default RUN/videos/<checkpoint>.mp4)")
+    video.add_argument("--frames", type=_positive_int, default=3_000,
+                       help="emulator frames to record at most, 60 per second (default 3000); stops at game end")
+    video.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
+    video.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
+    return parser
+
+
+def cmd_train(args) -> int:
+    from pongrl.algos import dqn
+    from pongrl.run import prepare_new_run
+
+    cls, _ = config_module.CONFIG_CLASSES[args.algo]
+    overrides = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls) if f.name not in ("algo", "preset")}
+    config = config_module.make_config(args.algo, args.preset, overrides)
+    run_dir = args.run_dir or os.path.join(
+        "runs", f"pong__{args.algo}__{args.preset}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}")
+    prepare_new_run(run_dir, config, args.force)
+    print(f"pongrl: training {args.algo} ({args.preset} preset) into {run_dir}", file=sys.stderr)
+    return dqn.train(config, run_dir)
+
+
+def cmd_resume(args) -> int:
+    from pongrl.algos import dqn
+    from pongrl.checkpoint import load_checkpoint, resolve
+    from pongrl.run import CONFIG_FILE, checkpoint_dir, open_existing_run
+
+    config = open_existing_run(args.run_dir)
+    checkpoint = args.checkpoint or resolve(args.run_dir)
+    if args.checkpoint and os.path.dirname(os.path.abspath(resolve(args.checkpoint))) != os.path.abspath(checkpoint_dir(args.run_dir)):
+        raise PongrlError(f"{args.checkpoint}: not a checkpoint of run {args.run_dir}")
+    payload = load_checkpoint(checkpoint)
+    step = int(payload["env_step"])
+    if args.extra_steps:
+        config.total_steps = step + args.extra_steps
+    elif args.total_steps:
+        config.total_steps = args.total_steps
+    if config.total_steps <= step:
+        raise PongrlError(f"the checkpoint is at step {step}; ask for more with --extra-steps N or --total-steps N")
+    config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
+    print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
+    return dqn.train(config, args.run_dir, resume_from=payload["path"])
+
+
+def cmd_eval(args) -> int:
+    from pongrl.agent import load_agent
+    from pongrl.evaluate import play_games, summarize
+    import numpy as np
+
+    if not 0.0 <= args.epsilon <= 1.0:
+        raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
+    agent = load_agent(args.checkpoint)
+    rng = np.random.default_rng(args.seed)
+    games = play_games(lambda obs: agent.act(obs, args.epsilon, rng), args.episodes, args.seed)
+    summary = summarize(games)
+    if args.json:
+        print(json.dumps({"checkpoint": agent.name, "env_step": agent.env_step, "epsilon": args.epsilon,
+                          "seed": args.seed, **summary, "per_game": games}))
+    else:
+        for index, game in enumerate(games, 1):
+            print(f"game {index:3d}: {game['points_won']:2d}-{game['points_lost']:2d}  score {game['score']:+3d}  "
+                  f"{game['length']} steps" + ("  (cut by the frame cap)" if game["truncated"] else ""))
+        print(f"{agent.name} (step {agent.env_step}): mean score {summary['mean']:+.2f} +- {summary['std']:.2f} "
+              f"over {summary['games']} games against the built-in AI")
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from pongrl.media import plot_runs
+
+    out = args.out or os.path.join(args.runs[0], "plots", "curves.png")
+    plot_runs(args.runs, out)
+    print(out)
+    return 0
+
+
+def cmd_video(args) -> int:
+    from pongrl.agent import load_agent
+    from pongrl.checkpoint import resolve
+    from pongrl.media import record_video
+
+    if not 0.0 <= args.epsilon <= 1.0:
+        raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
+    checkpoint = resolve(args.checkpoint)
+    agent = load_agent(checkpoint)
+    if args.out:
+        out = args.out
+    else:
+        run_dir = os.path.dirname(os.path.dirname(os.path.abspath(checkpoint)))
+        out = os.path.join(run_dir, "videos", os.path.basename(checkpoint)[:-3] + ".mp4")
+    summary = record_video(agent, out, args.frames, args.seed, args.epsilon)
+    print(f"{out}: {summary['frames']} frames, score {summary['points_won']}-{summary['points_lost']}")
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "resume": cmd_resume, "eval": cmd_eval, "plot": cmd_plot, "video": cmd_video}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except PongrlError as error:
+        print(f"pongrl: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("pongrl: interrupted", file=sys.stderr)
+        return 130
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"pongrl: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

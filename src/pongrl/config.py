@@ -1,0 +1,207 @@
+"""Typed configuration for each algorithm, its presets, and loading/saving as YAML.
+
+Every field carries a docstring-like comment in `FIELD_HELP` that the CLI shows in `--help`.
+Frequencies are counted in environment steps (one step of one emulator), whatever the
+number of parallel environments.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import yaml
+
+from pongrl.errors import PongrlError
+
+
+@dataclass
+class DQNConfig:
+    algo: str = "dqn"
+    preset: str = "default"
+    total_steps: int = 2_000_000
+    seed: int = 1
+    num_envs: int = 4
+    buffer_size: int = 100_000
+    learning_starts: int = 10_000
+    train_frequency: int = 4
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+    adam_eps: float = 1.5e-4
+    gamma: float = 0.99
+    n_step: int = 3
+    double_dqn: bool = True
+    loss: str = "huber"
+    max_grad_norm: float = 10.0
+    target_update_every: int = 2_000
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.01
+    epsilon_decay_steps: int = 100_000
+    log_every: int = 5_000
+    eval_every: int = 50_000
+    eval_episodes: int = 5
+    eval_epsilon: float = 0.0
+    checkpoint_every: int = 50_000
+    keep_checkpoints: int = 3
+    save_buffer: bool = True
+    torch_threads: int = 0
+    device: str = "cpu"
+    track: bool = False
+    wandb_project: str = "pongrl"
+
+
+FIELD_HELP: dict[str, str] = {
+    "preset": "named set of hyperparameters the run started from",
+    "total_steps": "environment steps to train for (all parallel envs together)",
+    "seed": "seed for python, numpy, torch and the emulators",
+    "num_envs": "parallel emulators collecting experience",
+    "buffer_size": "replay capacity in transitions (each 84x84 frame stored once)",
+    "learning_starts": "random-policy steps collected before the first gradient step",
+    "train_frequency": "environment steps per gradient step",
+    "batch_size": "transitions per gradient step",
+    "learning_rate": "Adam learning rate",
+    "adam_eps": "Adam epsilon",
+    "gamma": "discount factor",
+    "n_step": "steps summed into the TD target (1 = classic DQN)",
+    "double_dqn": "select the next action with the online network (van Hasselt et al. 2016)",
+    "loss": "TD loss: huber or mse",
+    "max_grad_norm": "clip the global gradient norm to this (0 = no clipping)",
+    "target_update_every": "environment steps between target-network copies",
+    "epsilon_start": "exploration epsilon at step 0",
+    "epsilon_end": "exploration epsilon after the decay",
+    "epsilon_decay_steps": "environment steps of linear epsilon decay",
+    "log_every": "environment steps between rows of metrics.csv",
+    "eval_every": "environment steps between evaluations against the built-in AI (0 = never)",
+    "eval_episodes": "whole games per evaluation",
+    "eval_epsilon": "epsilon of the evaluation policy",
+    "checkpoint_every": "environment steps between checkpoints",
+    "keep_checkpoints": "periodic checkpoints kept on disk (the newest ones)",
+    "save_buffer": "save the replay buffer beside the latest checkpoint, for exact resume",
+    "torch_threads": "torch intra-op threads (0 = torch's default)",
+    "device": "cpu, cuda or auto",
+    "track": "also log to Weights & Biases (needs wandb installed)",
+    "wandb_project": "Weights & Biases project name",
+}
+
+# The preset "seed" is the blog post's TF-Agents run (lr 2.5e-4, batch 64, 4 collect steps per
+# train step, target update every 2,000 train steps = 8,000 env steps, epsilon 1.0 -> 0.01 over
+# 150,000 env steps, replay 100,000, squared loss, one environment, 20,000 random initial steps,
+# evaluation of 5 games every 5,000 train steps = 20,000 env steps).
+DQN_PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "seed": dict(
+        num_envs=1,
+        learning_rate=2.5e-4,
+        adam_eps=1e-7,
+        batch_size=64,
+        train_frequency=4,
+        target_update_every=8_000,
+        gamma=0.99,
+        n_step=1,
+        double_dqn=False,
+        loss="mse",
+        max_grad_norm=0.0,
+        epsilon_start=1.0,
+        epsilon_end=0.01,
+        epsilon_decay_steps=150_000,
+        buffer_size=100_000,
+        learning_starts=20_000,
+        eval_every=20_000,
+        eval_episodes=5,
+    ),
+}
+
+CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS)}
+
+# Fields that a resume may change without starting a different experiment.
+RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "track"}
+
+
+def field_types(cls) -> dict[str, type]:
+    return {f.name: type(f.default) for f in fields(cls)}
+
+
+def make_config(algo: str, preset: str, overrides: dict[str, Any]):
+    """Build a config: dataclass defaults, then the preset, then explicit overrides."""
+    if algo not in CONFIG_CLASSES:
+        raise PongrlError(f"unknown algorithm {algo!r} (choose from {', '.join(CONFIG_CLASSES)})")
+    cls, presets = CONFIG_CLASSES[algo]
+    if preset not in presets:
+        raise PongrlError(f"unknown preset {preset!r} for {algo} (choose from {', '.join(presets)})")
+    values = {**presets[preset], **{k: v for k, v in overrides.items() if v is not None}, "preset": preset}
+    config = cls(**values)
+    validate(config)
+    return config
+
+
+def validate(config) -> None:
+    """Refuse values that cannot make a working run, with a message naming the field."""
+    positive = ["total_steps", "num_envs", "buffer_size", "train_frequency", "batch_size",
+                "n_step", "target_update_every", "log_every", "checkpoint_every", "keep_checkpoints",
+                "eval_episodes", "epsilon_decay_steps"]
+    for name in positive:
+        if getattr(config, name) <= 0:
+            raise PongrlError(f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}")
+    non_negative = ["learning_starts", "eval_every", "max_grad_norm", "torch_threads"]
+    for name in non_negative:
+        if getattr(config, name) < 0:
+            raise PongrlError(f"--{name.replace('_', '-')} must not be negative, got {getattr(config, name)}")
+    for name in ["learning_rate", "adam_eps"]:
+        if not getattr(config, name) > 0:
+            raise PongrlError(f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}")
+    for name in ["gamma", "epsilon_start", "epsilon_end", "eval_epsilon"]:
+        if not 0.0 <= getattr(config, name) <= 1.0:
+            raise PongrlError(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(config, name)}")
+    if config.loss not in ("huber", "mse"):
+        raise PongrlError(f"--loss must be huber or mse, got {config.loss!r}")
+    if config.device not in ("cpu", "cuda", "auto"):
+        raise PongrlError(f"--device must be cpu, cuda or auto, got {config.device!r}")
+    if config.buffer_size // config.num_envs < config.n_step + 8:
+        raise PongrlError("--buffer-size is too small for the number of environments")
+
+
+def to_dict(config) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def from_dict(data: Any, source: str):
+    """Rebuild a config from a plain dict, refusing unknown or ill-typed keys."""
+    if not isinstance(data, dict) or "algo" not in data:
+        raise PongrlError(f"{source}: not a pongrl config (no 'algo' key)")
+    algo = data["algo"]
+    if algo not in CONFIG_CLASSES:
+        raise PongrlError(f"{source}: unknown algorithm {algo!r}")
+    cls, _ = CONFIG_CLASSES[algo]
+    types = field_types(cls)
+    unknown = sorted(set(data) - set(types))
+    if unknown:
+        raise PongrlError(f"{source}: unknown config keys {', '.join(unknown)}")
+    values = {}
+    for key, value in data.items():
+        want = types[key]
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if type(value) is not want:
+            raise PongrlError(f"{source}: config key {key!r} should be {want.__name__}, got {value!r}")
+        values[key] = value
+    config = cls(**values)
+    validate(config)
+    return config
+
+
+def save_yaml(config, path: str) -> None:
+    from pongrl.checkpoint import atomic_write_bytes
+    text = yaml.safe_dump(to_dict(config), sort_keys=False)
+    atomic_write_bytes(path, text.encode())
+
+
+def load_yaml(path: str):
+    if not os.path.isfile(path):
+        raise PongrlError(f"{path}: no such config file")
+    try:
+        with open(path) as handle:
+            data = yaml.safe_load(handle)
+    except yaml.YAMLError as error:
+        raise PongrlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    return from_dict(data, path)

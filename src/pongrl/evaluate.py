@@ -1,0 +1,54 @@
+"""Whole games against the built-in AI, scored with the true game score (-21..21)."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from pongrl.envs import make_vector_env
+from pongrl.errors import PongrlError
+
+MAX_PARALLEL_GAMES = 8
+
+
+def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int) -> list[dict]:
+    """Play `episodes` whole games with `act` (a batch of observations -> actions) on the right
+    paddle against the built-in AI. Each emulator plays a fixed quota of games, so short games
+    do not crowd out long ones. Returns one dict per game: score, points won and lost, length."""
+    if episodes <= 0:
+        raise PongrlError(f"the number of games must be positive, got {episodes}")
+    num_envs = min(episodes, MAX_PARALLEL_GAMES)
+    quota = [episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)]
+    env, obs = make_vector_env(num_envs, seed)
+    try:
+        won = np.zeros(num_envs, np.int64)
+        lost = np.zeros(num_envs, np.int64)
+        length = np.zeros(num_envs, np.int64)
+        games: list[list[dict]] = [[] for _ in range(num_envs)]
+        while any(len(games[i]) < quota[i] for i in range(num_envs)):
+            obs, reward, terminated, truncated, _ = env.step(np.asarray(act(obs), dtype=np.int64))
+            won += reward > 0
+            lost += reward < 0
+            length += 1
+            for i in np.flatnonzero(terminated | truncated):
+                if len(games[i]) < quota[i]:
+                    games[i].append({
+                        "score": int(won[i] - lost[i]), "points_won": int(won[i]), "points_lost": int(lost[i]),
+                        "length": int(length[i]), "truncated": bool(truncated[i]),
+                    })
+                won[i] = lost[i] = length[i] = 0
+    finally:
+        env.close()
+    return [game for env_games in games for game in env_games]
+
+
+def summarize(games: list[dict]) -> dict:
+    scores = np.array([g["score"] for g in games], np.float64)
+    return {
+        "games": len(games),
+        "mean": float(scores.mean()),
+        "std": float(scores.std()),
+        "min": int(scores.min()),
+        "max": int(scores.max()),
+        "scores": [int(s) for s in scores],
+    }

@@ -1,0 +1,218 @@
+"""A run directory and everything a training loop reports into it.
+
+    RUN/config.yaml        the full configuration
+    RUN/metrics.csv        one row per log interval (and per evaluation)
+    RUN/events.out.*       TensorBoard event files (CleanRL tag names)
+    RUN/checkpoints/       step_*.pt + step_*.json, `latest`, the latest replay buffer
+
+On resume, rows of metrics.csv and TensorBoard events after the checkpoint's step are dropped,
+so the curve continues without a gap or a duplicated step.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import shutil
+import signal
+import sys
+import time
+
+from pongrl import config as config_module
+from pongrl.checkpoint import atomic_write_bytes, list_checkpoints
+from pongrl.errors import PongrlError
+
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.csv"
+CHECKPOINT_DIR = "checkpoints"
+
+
+def checkpoint_dir(run_dir: str) -> str:
+    return os.path.join(run_dir, CHECKPOINT_DIR)
+
+
+def holds_run(run_dir: str) -> bool:
+    return any(os.path.exists(os.path.join(run_dir, name)) for name in (CONFIG_FILE, METRICS_FILE, CHECKPOINT_DIR))
+
+
+def prepare_new_run(run_dir: str, config, force: bool) -> None:
+    """Create the directory for a fresh run; refuse to overwrite a run unless `force`."""
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise PongrlError(f"{run_dir}: exists and is not a directory")
+    if holds_run(run_dir):
+        if not force:
+            raise PongrlError(f"{run_dir}: already holds a run (use 'pongrl resume {run_dir}' or --force to start over)")
+        for name in os.listdir(run_dir):
+            if name in (CONFIG_FILE, METRICS_FILE, CHECKPOINT_DIR) or name.startswith("events.out.tfevents"):
+                path = os.path.join(run_dir, name)
+                shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+    try:
+        os.makedirs(checkpoint_dir(run_dir), exist_ok=True)
+    except OSError as error:
+        raise PongrlError(f"{run_dir}: cannot create run directory ({error.strerror})") from None
+    config_module.save_yaml(config, os.path.join(run_dir, CONFIG_FILE))
+
+
+def open_existing_run(run_dir: str):
+    """Load a run's config for resume; refuse a directory that is not a run."""
+    if not os.path.isdir(run_dir):
+        raise PongrlError(f"{run_dir}: no such run directory")
+    if not os.path.exists(os.path.join(run_dir, CONFIG_FILE)):
+        raise PongrlError(f"{run_dir}: not a pongrl run (no {CONFIG_FILE})")
+    if not list_checkpoints(checkpoint_dir(run_dir)):
+        raise PongrlError(f"{run_dir}: has no checkpoint to resume from")
+    return config_module.load_yaml(os.path.join(run_dir, CONFIG_FILE))
+
+
+class MetricsLog:
+    """metrics.csv with a fixed header; rows are flushed as they are written."""
+
+    def __init__(self, path: str, columns: list[str], resume_step: int | None = None):
+        self.path = path
+        self.columns = columns
+        if resume_step is None or not os.path.exists(path):
+            atomic_write_bytes(path, (",".join(columns) + "\n").encode())
+        else:
+            self._truncate_after(resume_step)
+        self.handle = open(path, "a", newline="")
+        self.writer = csv.DictWriter(self.handle, fieldnames=columns, extrasaction="ignore")
+
+    def _truncate_after(self, step: int) -> None:
+        with open(self.path, newline="") as handle:
+            rows = [row for row in csv.DictReader(handle) if _is_int(row.get("env_step")) and int(row["env_step"]) <= step]
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=self.columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic_write_bytes(self.path, text.getvalue().encode())
+
+    def write(self, row: dict) -> None:
+        self.writer.writerow({key: _format(row.get(key)) for key in self.columns})
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _is_int(value) -> bool:
+    try:
+        int(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _format(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+def read_metrics(run_dir: str) -> list[dict]:
+    path = os.path.join(run_dir, METRICS_FILE)
+    if not os.path.exists(path):
+        raise PongrlError(f"{run_dir}: no {METRICS_FILE}")
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+class TensorBoard:
+    """A SummaryWriter that also forwards to Weights & Biases when --track asks for it."""
+
+    def __init__(self, run_dir: str, config, purge_step: int | None):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(run_dir, purge_step=purge_step)
+        if purge_step is None:
+            hparams = "\n".join(f"|{k}|{v}|" for k, v in config_module.to_dict(config).items())
+            self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + hparams)
+        self.wandb = None
+        if config.track:
+            try:
+                import wandb
+            except ImportError:
+                print("pongrl: --track ignored: wandb is not installed (pip install wandb)", file=sys.stderr)
+            else:
+                self.wandb = wandb.init(project=config.wandb_project, name=os.path.basename(os.path.abspath(run_dir)),
+                                        config=config_module.to_dict(config), dir=run_dir, resume="allow")
+
+    def scalars(self, values: dict, step: int) -> None:
+        for tag, value in values.items():
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                self.writer.add_scalar(tag, value, step)
+        if self.wandb is not None:
+            self.wandb.log({k: v for k, v in values.items() if v is not None}, step=step)
+
+    def close(self) -> None:
+        self.writer.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+class Progress:
+    """A tqdm bar on a terminal; one plain log line per log interval otherwise."""
+
+    def __init__(self, total: int, initial: int, description: str):
+        self.interactive = sys.stderr.isatty()
+        self.bar = None
+        if self.interactive:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, desc=description, unit="step", dynamic_ncols=True, smoothing=0.05)
+        self.position = initial
+
+    def update(self, position: int, status: dict) -> None:
+        if self.bar is not None:
+            self.bar.update(position - self.position)
+            self.bar.set_postfix({k: v for k, v in status.items()}, refresh=False)
+        self.position = position
+
+    def log(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class StopSignal:
+    """Turns SIGINT/SIGTERM into a flag the training loop checks between steps, so it can write a
+    checkpoint and exit cleanly. A second signal while stopping is ignored until the write ends."""
+
+    def __init__(self):
+        self.received: int | None = None
+        self._previous = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.received if self.received else 0
+
+
+class Stopwatch:
+    """Wall seconds spent training, carried across resumes."""
+
+    def __init__(self, already: float = 0.0):
+        self.already = already
+        self.started = time.perf_counter()
+
+    def seconds(self) -> float:
+        return self.already + time.perf_counter() - self.started

@@ -1,0 +1,148 @@
+"""The command line end to end on the real emulator: train, resume, eval, video, plot, bad input."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pongrl.cli import main
+
+SMALL = ["--num-envs", "2", "--buffer-size", "2000", "--learning-starts", "100", "--batch-size", "8",
+         "--log-every", "100", "--checkpoint-every", "200", "--eval-every", "0", "--epsilon-decay-steps", "500", "--torch-threads", "1"]
+
+
+def run(args, capsys):
+    try:
+        code = main(args)
+    except SystemExit as exit:
+        code = exit.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def metric_steps(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv")) as handle:
+        return [int(row["env_step"]) for row in csv.DictReader(handle)]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    run_dir = str(tmp_path_factory.mktemp("runs") / "dqn")
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "400", *SMALL]) == 0
+    return run_dir
+
+
+def test_train_writes_a_complete_run(trained_run):
+    names = os.listdir(trained_run)
+    assert {"config.yaml", "metrics.csv", "checkpoints"} <= set(names)
+    assert any(n.startswith("events.out.tfevents") for n in names)
+    assert metric_steps(trained_run) == [100, 200, 300, 400]
+    checkpoints = os.listdir(os.path.join(trained_run, "checkpoints"))
+    assert "latest" in checkpoints and "step_000000000400.pt" in checkpoints
+    assert "replay_step_000000000400.npz" in checkpoints
+
+
+def test_resume_continues_metrics_without_gap_or_duplicate(trained_run, capsys):
+    code, _, err = run(["resume", trained_run, "--extra-steps", "200"], capsys)
+    assert code == 0, err
+    assert metric_steps(trained_run) == [100, 200, 300, 400, 500, 600]
+    with open(os.path.join(trained_run, "metrics.csv")) as handle:
+        rows = list(csv.DictReader(handle))
+    episodes = [int(r["episodes"]) for r in rows]
+    assert episodes == sorted(episodes), "counters continue rather than restart"
+    seconds = [float(r["wall_seconds"]) for r in rows]
+    assert seconds == sorted(seconds), "wall-clock time is spliced on"
+
+
+def test_resume_from_an_older_checkpoint_drops_the_later_rows(tmp_path, capsys):
+    run_dir = str(tmp_path / "run")
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "400", "--keep-checkpoints", "5", *SMALL]) == 0
+    checkpoint = os.path.join(run_dir, "checkpoints", "step_000000000200.pt")
+    code, _, err = run(["resume", run_dir, "--checkpoint", checkpoint, "--total-steps", "300"], capsys)
+    assert code == 0, err
+    assert metric_steps(run_dir) == [100, 200, 300]
+
+
+def test_eval_plays_whole_games(trained_run, capsys):
+    code, out, err = run(["eval", trained_run, "--episodes", "1", "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    game = result["per_game"][0]
+    assert result["games"] == 1
+    assert max(game["points_won"], game["points_lost"]) == 21 or game["truncated"]
+    assert -21 <= result["mean"] <= 21
+
+
+def test_video_and_plot(trained_run, tmp_path, capsys):
+    out = str(tmp_path / "play.mp4")
+    code, _, err = run(["video", trained_run, "--out", out, "--frames", "120"], capsys)
+    assert code == 0, err
+    import imageio.v3 as iio
+
+    frames = iio.imread(out)
+    assert frames.shape == (120, 210, 160, 3)
+    gif = str(tmp_path / "play.gif")
+    assert run(["video", trained_run, "--out", gif, "--frames", "40"], capsys)[0] == 0
+    gif_frames = iio.imread(gif)  # 30 fps: every second frame; GIF merges identical neighbours
+    assert 1 <= gif_frames.shape[0] <= 20 and gif_frames.shape[1:3] == (210, 160)
+    png = str(tmp_path / "curves.png")
+    code, _, err = run(["plot", trained_run, trained_run, "--out", png], capsys)
+    assert code == 0, err
+    assert open(png, "rb").read(4) == b"\x89PNG"
+
+
+def test_train_refuses_an_existing_run_unless_forced(trained_run, capsys):
+    before = open(os.path.join(trained_run, "metrics.csv")).read()
+    code, _, err = run(["train", "dqn", "--run-dir", trained_run, "--total-steps", "100"], capsys)
+    assert code == 1 and "already holds a run" in err
+    assert open(os.path.join(trained_run, "metrics.csv")).read() == before
+
+
+@pytest.mark.parametrize("args, message", [
+    (["fly"], "invalid choice"),
+    (["train", "dqn", "--no-such-flag"], "unrecognized arguments"),
+    (["train", "dqn", "--total-steps", "0"], "positive integer"),
+    (["train", "dqn", "--total-steps", "-5"], "positive integer"),
+    (["train", "dqn", "--learning-rate", "abc"], "expected a number"),
+    (["train", "dqn", "--gamma", "1.5", "--run-dir", "/nonexistent-dir/x"], "gamma"),
+    (["resume", "/nonexistent-run"], "no such run directory"),
+    (["eval", "/nonexistent.pt"], "no such file"),
+    (["eval", "/nonexistent.pt", "--episodes", "0"], "positive integer"),
+    (["video", "/nonexistent.pt"], "no such file"),
+    (["plot", "/nonexistent-run"], "no metrics.csv"),
+])
+def test_bad_input_gets_one_line_and_a_nonzero_exit(args, message, capsys):
+    code, _, err = run(args, capsys)
+    assert code in (1, 2)
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_corrupt_and_mismatched_checkpoints_are_refused(trained_run, tmp_path, capsys):
+    bad = tmp_path / "broken.pt"
+    bad.write_bytes(open(os.path.join(trained_run, "checkpoints", "step_000000000400.pt"), "rb").read()[:5000])
+    code, _, err = run(["eval", str(bad)], capsys)
+    assert code == 1 and "not a readable pongrl checkpoint" in err
+    other = str(tmp_path / "other")
+    assert main(["train", "dqn", "--run-dir", other, "--total-steps", "200", *SMALL, "--seed", "7"]) == 0
+    foreign = os.path.join(trained_run, "checkpoints", "step_000000000400.pt")
+    code, _, err = run(["resume", other, "--checkpoint", foreign, "--extra-steps", "10"], capsys)
+    assert code == 1 and "not a checkpoint of run" in err
+    # a checkpoint copied in from another run is refused by its config
+    import shutil
+
+    for suffix in (".pt", ".json"):
+        shutil.copy(foreign[:-3] + suffix, os.path.join(other, "checkpoints", "step_000000000999" + suffix))
+    open(os.path.join(other, "checkpoints", "latest"), "w").write("step_000000000999\n")
+    code, _, err = run(["resume", other, "--extra-steps", "10"], capsys)
+    assert code == 1 and "does not match" in err
+
+
+def test_console_script_reports_errors_without_a_traceback(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "pongrl", "eval", str(tmp_path / "missing")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.startswith("pongrl: error:") and "Traceback" not in result.stderr
