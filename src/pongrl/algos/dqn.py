@@ -68,6 +68,16 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def make_adam(parameters, learning_rate: float, eps: float) -> torch.optim.Adam:
+    """Adam with the fused kernel where torch has one for this device: on these CPUs it takes ~1 ms
+    per step against ~8.5 ms for torch's default per-tensor loop (docs/benchmarks.md)."""
+    parameters = list(parameters)
+    try:
+        return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, foreach=True)
+
+
 class DQNState:
     """Everything a DQN run must carry across a stop: networks, optimizer, replay, counters, RNGs."""
 
@@ -77,7 +87,7 @@ class DQNState:
         self.q_network = QNetwork(NUM_ACTIONS).to(device, memory_format=torch.channels_last)
         self.target_network = QNetwork(NUM_ACTIONS).to(device, memory_format=torch.channels_last)
         self.target_network.load_state_dict(self.q_network.state_dict())
-        self.optimizer = torch.optim.Adam(self.q_network.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
         self.buffer = FrameReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma)
         self.counters = dict(env_step=0, grad_steps=0, episodes=0, last_target_update=0, train_credit=0,
                              wall_seconds=0.0, resumes=0)
