@@ -2,8 +2,10 @@
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -31,7 +33,8 @@ def metric_steps(run_dir):
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
     run_dir = str(tmp_path_factory.mktemp("runs") / "dqn")
-    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "400", *SMALL]) == 0
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "400", *SMALL,
+                 "--eval-every", "400", "--eval-episodes", "1"]) == 0
     return run_dir
 
 
@@ -43,6 +46,32 @@ def test_train_writes_a_complete_run(trained_run):
     checkpoints = os.listdir(os.path.join(trained_run, "checkpoints"))
     assert "latest" in checkpoints and "step_000000000400.pt" in checkpoints
     assert "replay_step_000000000400.npz" in checkpoints
+
+
+def test_periodic_evaluation_lands_in_metrics(trained_run):
+    with open(os.path.join(trained_run, "metrics.csv")) as handle:
+        rows = {int(r["env_step"]): r for r in csv.DictReader(handle)}
+    assert -21 <= float(rows[400]["eval_mean_return"]) <= 21
+    assert rows[300]["eval_mean_return"] == ""
+
+
+def test_sigterm_writes_a_checkpoint_and_exits_cleanly(tmp_path):
+    run_dir = str(tmp_path / "run")
+    process = subprocess.Popen([sys.executable, "-m", "pongrl", "train", "dqn", "--run-dir", run_dir,
+                                "--total-steps", "1000000", *SMALL], stderr=subprocess.PIPE, text=True)
+    metrics = os.path.join(run_dir, "metrics.csv")
+    deadline = time.time() + 120
+    while time.time() < deadline and not (os.path.exists(metrics) and len(open(metrics).readlines()) >= 3):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err and "pongrl resume" in err
+    from pongrl.checkpoint import load_checkpoint
+
+    payload = load_checkpoint(run_dir)
+    assert payload["env_step"] >= 200
+    assert payload["env_step"] >= metric_steps(run_dir)[-1], "the checkpoint is at least as new as the metrics"
 
 
 def test_resume_continues_metrics_without_gap_or_duplicate(trained_run, capsys):

@@ -261,9 +261,9 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     metrics.close()
     board.close()
     if stop.received:
-        print(f"pongrl: stopped at step {env_step}; checkpoint {path}; continue with: pongrl resume {run_dir}")
+        print(f"pongrl: stopped at step {env_step}; checkpoint {path}; continue with: pongrl resume {run_dir}", file=sys.stderr)
         return stop.exit_code
-    print(f"pongrl: finished at step {env_step}; checkpoint {path}")
+    print(f"pongrl: finished at step {env_step}; checkpoint {path}", file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,82 @@
+"""Learning benchmark: train with a preset, then chart the evaluation return (mean over whole games
+against the built-in AI) against env steps and wall-clock time.
+
+    python benchmarks/learning.py --run-dir ~/runs/dqn-default --preset default --total-steps 2000000
+    python benchmarks/learning.py --run-dir ~/runs/dqn-default --report-only --out docs/learning_dqn_default.png
+
+A run directory that already holds a run is resumed (the curve is spliced on), so the benchmark can
+run over several sessions. The chart and a Markdown table of the evaluations are the output.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+
+def train(args) -> None:
+    if os.path.exists(os.path.join(args.run_dir, "config.yaml")):
+        command = ["pongrl", "resume", args.run_dir, "--total-steps", str(args.total_steps)]
+    else:
+        command = ["pongrl", "train", args.algo, "--preset", args.preset, "--run-dir", args.run_dir,
+                   "--total-steps", str(args.total_steps), "--eval-every", str(args.eval_every), "--eval-episodes", "10"]
+    print("$", " ".join(command), flush=True)
+    code = subprocess.call(command)
+    if code not in (0, 130, 143):
+        sys.exit(code)
+
+
+def report(args) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pongrl.run import read_metrics
+
+    rows = [r for r in read_metrics(args.run_dir) if r.get("eval_mean_return")]
+    if not rows:
+        sys.exit(f"{args.run_dir}: no evaluation rows yet")
+    steps = np.array([int(r["env_step"]) for r in rows])
+    hours = np.array([float(r["wall_seconds"]) for r in rows]) / 3600
+    mean = np.array([float(r["eval_mean_return"]) for r in rows])
+    std = np.array([float(r["eval_std_return"]) for r in rows])
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+    for axis, x, label in ((axes[0], steps / 1e6, "environment steps (millions)"), (axes[1], hours, "wall-clock hours")):
+        axis.plot(x, mean, "o-")
+        axis.fill_between(x, mean - std, mean + std, alpha=0.2)
+        axis.axhline(18, color="grey", linestyle=":", label="target +18")
+        axis.set(xlabel=label, ylim=(-21.5, 21.5))
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("evaluation return (10 games vs built-in AI)")
+    axes[0].legend()
+    figure.suptitle(os.path.basename(os.path.normpath(args.run_dir)))
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    figure.savefig(args.out, dpi=110)
+    print(f"chart: {args.out}")
+    print("| env steps | wall-clock | eval return (mean +- std, 10 games) |")
+    print("|---:|---:|---:|")
+    for s, h, m, d in zip(steps, hours, mean, std):
+        print(f"| {s:,} | {h:.2f} h | {m:+.1f} +- {d:.1f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--algo", default="dqn")
+    parser.add_argument("--preset", default="default")
+    parser.add_argument("--total-steps", type=int, default=2_000_000)
+    parser.add_argument("--eval-every", type=int, default=50_000)
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--out", default=None, help="chart path (default RUN/plots/learning.png)")
+    args = parser.parse_args()
+    args.out = args.out or os.path.join(args.run_dir, "plots", "learning.png")
+    if not args.report_only:
+        train(args)
+    report(args)
+
+
+if __name__ == "__main__":
+    main()
