@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import yaml
@@ -112,7 +112,83 @@ DQN_PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 
-CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS)}
+
+
+@dataclass
+class PPOConfig:
+    algo: str = "selfplay"
+    preset: str = "default"
+    total_steps: int = 10_000_000
+    seed: int = 1
+    num_envs: int = 16
+    num_steps: int = 128
+    learning_rate: float = 2.5e-4
+    anneal_lr: bool = True
+    adam_eps: float = 1e-5
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    num_minibatches: int = 4
+    update_epochs: int = 4
+    norm_adv: bool = True
+    clip_coef: float = 0.1
+    clip_vloss: bool = True
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    target_kl: float = 0.0
+    share_network: bool = True
+    end_gae_at_point: bool = False
+    env: str = "fast"
+    obs: str = "standard"
+    max_cycles: int = 100_000
+    num_checkpoints: int = 10
+    log_every: int = 10_000
+    eval_every: int = 200_000
+    eval_episodes: int = 5
+    eval_epsilon: float = 0.0
+    checkpoint_every: int = 100_000
+    keep_checkpoints: int = 3
+    torch_threads: int = 0
+    device: str = "cpu"
+    track: bool = False
+    wandb_project: str = "pongrl"
+
+
+FIELD_HELP.update({
+    "num_steps": "rollout length per environment between updates",
+    "anneal_lr": "anneal the learning rate linearly to 0 at --total-steps (stretched when a resume extends it)",
+    "gae_lambda": "GAE lambda",
+    "num_minibatches": "minibatches per epoch",
+    "update_epochs": "passes over each rollout",
+    "norm_adv": "normalise advantages per minibatch",
+    "clip_coef": "PPO clipping of the probability ratio (and of the value change)",
+    "clip_vloss": "clip the value loss as CleanRL does",
+    "ent_coef": "entropy bonus coefficient",
+    "vf_coef": "value loss coefficient",
+    "target_kl": "stop the epochs of an update when the approximate KL passes this (0 = never)",
+    "share_network": "the critic reuses the actor's torso (one CNN instead of two)",
+    "end_gae_at_point": "end the GAE episode at every scored point, as the seed's script does (done or reward != 0)",
+    "env": "two-player env implementation: fast or reference (PettingZoo + SuperSuit)",
+    "obs": "ppo only: observation profile, standard (grayscale) or seed (the self-play card's blue channel)",
+    "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
+    "num_checkpoints": "checkpoints collected at evenly spaced steps and kept for later study",
+})
+
+# The self-play model card's run (CleanRL ppo_pettingzoo_ma_atari): 8 games x 2 players = 16 envs,
+# 128 steps, 4 minibatches, 4 epochs, lr 2.5e-4 annealed, gamma 0.99, lambda 0.95, clip 0.1,
+# ent 0.01, vf 0.5, max grad norm 0.5, 30M agent steps, Adam eps 1e-5, GAE cut at every point.
+SELFPLAY_PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "seed": dict(total_steps=30_000_000, share_network=False, end_gae_at_point=True),
+}
+# CleanRL's ppo_atari against the built-in AI: 8 envs, 128 steps, 4 minibatches, 4 epochs.
+PPO_PRESETS: dict[str, dict[str, Any]] = {
+    "default": dict(algo="ppo", num_envs=8, total_steps=10_000_000),
+    "seed": dict(algo="ppo", num_envs=8, total_steps=10_000_000, share_network=False, obs="seed"),
+}
+
+CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS), "ppo": (PPOConfig, PPO_PRESETS),
+                  "selfplay": (PPOConfig, SELFPLAY_PRESETS)}
 
 # Fields that a resume may change without starting a different experiment.
 RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "track"}
@@ -129,36 +205,44 @@ def make_config(algo: str, preset: str, overrides: dict[str, Any]):
     cls, presets = CONFIG_CLASSES[algo]
     if preset not in presets:
         raise PongrlError(f"unknown preset {preset!r} for {algo} (choose from {', '.join(presets)})")
-    values = {**presets[preset], **{k: v for k, v in overrides.items() if v is not None}, "preset": preset}
+    values = {**presets[preset], **{k: v for k, v in overrides.items() if v is not None}, "preset": preset, "algo": algo}
     config = cls(**values)
     validate(config)
     return config
 
 
+POSITIVE = {"total_steps", "num_envs", "buffer_size", "train_frequency", "batch_size", "n_step",
+            "target_update_every", "log_every", "checkpoint_every", "keep_checkpoints", "eval_episodes",
+            "epsilon_decay_steps", "num_steps", "num_minibatches", "update_epochs", "max_cycles"}
+NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads", "target_kl", "num_checkpoints",
+                "ent_coef", "vf_coef", "clip_coef"}
+STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
+UNIT_INTERVAL = {"gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda"}
+CHOICES = {"loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
+           "obs": ("standard", "seed")}
+
+
 def validate(config) -> None:
-    """Refuse values that cannot make a working run, with a message naming the field."""
-    positive = ["total_steps", "num_envs", "buffer_size", "train_frequency", "batch_size",
-                "n_step", "target_update_every", "log_every", "checkpoint_every", "keep_checkpoints",
-                "eval_episodes", "epsilon_decay_steps"]
-    for name in positive:
-        if getattr(config, name) <= 0:
-            raise PongrlError(f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}")
-    non_negative = ["learning_starts", "eval_every", "max_grad_norm", "torch_threads"]
-    for name in non_negative:
-        if getattr(config, name) < 0:
-            raise PongrlError(f"--{name.replace('_', '-')} must not be negative, got {getattr(config, name)}")
-    for name in ["learning_rate", "adam_eps"]:
-        if not getattr(config, name) > 0:
-            raise PongrlError(f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}")
-    for name in ["gamma", "epsilon_start", "epsilon_end", "eval_epsilon"]:
-        if not 0.0 <= getattr(config, name) <= 1.0:
-            raise PongrlError(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(config, name)}")
-    if config.loss not in ("huber", "mse"):
-        raise PongrlError(f"--loss must be huber or mse, got {config.loss!r}")
-    if config.device not in ("cpu", "cuda", "auto"):
-        raise PongrlError(f"--device must be cpu, cuda or auto, got {config.device!r}")
-    if config.buffer_size // config.num_envs < config.n_step + 8:
+    """Refuse values that cannot make a working run, with a message naming the flag."""
+    for name in (f.name for f in fields(config)):
+        value, flag = getattr(config, name), "--" + name.replace("_", "-")
+        if name in POSITIVE and value <= 0:
+            raise PongrlError(f"{flag} must be positive, got {value}")
+        if name in NON_NEGATIVE and value < 0:
+            raise PongrlError(f"{flag} must not be negative, got {value}")
+        if name in STRICTLY_POSITIVE_FLOATS and not value > 0:
+            raise PongrlError(f"{flag} must be positive, got {value}")
+        if name in UNIT_INTERVAL and not 0.0 <= value <= 1.0:
+            raise PongrlError(f"{flag} must be in [0, 1], got {value}")
+        if name in CHOICES and value not in CHOICES[name]:
+            raise PongrlError(f"{flag} must be one of {', '.join(CHOICES[name])}, got {value!r}")
+    if isinstance(config, DQNConfig) and config.buffer_size // config.num_envs < config.n_step + 8:
         raise PongrlError("--buffer-size is too small for the number of environments")
+    if isinstance(config, PPOConfig):
+        if config.algo == "selfplay" and config.num_envs % 2:
+            raise PongrlError(f"--num-envs counts players in self-play and must be even, got {config.num_envs}")
+        if (config.num_envs * config.num_steps) % config.num_minibatches:
+            raise PongrlError("--num-minibatches must divide --num-envs x --num-steps")
 
 
 def to_dict(config) -> dict[str, Any]:

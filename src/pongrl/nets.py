@@ -43,3 +43,65 @@ class QNetwork(nn.Module):
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         x = frames.float().mul_(1.0 / 255.0)
         return self.head(self.torso(x))
+
+
+def layer_init(layer: nn.Module, std: float = 2**0.5, bias: float = 0.0) -> nn.Module:
+    """Orthogonal weights and constant bias, as CleanRL's PPO initialises its layers."""
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+def orthogonal_torso() -> nn.Sequential:
+    torso = nature_torso()
+    for layer in torso:
+        if isinstance(layer, (nn.Conv2d, nn.Linear)):
+            layer_init(layer)
+    return torso
+
+
+class ActorCritic(nn.Module):
+    """The self-play model card's `Agent`: a Nature-CNN torso for the actor and one for the critic
+    (the same module when `share_network`), an actor head (std 0.01) and a critic head (std 1).
+
+    Attribute names match the seed, so its state_dict keys and shapes are the seed's
+    (`actor_network.0.weight` [32,4,8,8] ... `actor_network.7.weight` [512,3136], `critic_network.*`,
+    `actor.weight` [A,512], `critic.weight` [1,512]); a shared model lists the torso under both names,
+    as the seed's does. Inputs are uint8 or float pixels in [0, 255], layout (N, 84, 84, 4).
+    """
+
+    def __init__(self, num_actions: int = 6, share_network: bool = False):
+        super().__init__()
+        self.share_network = share_network
+        self.actor_network = orthogonal_torso()
+        self.critic_network = self.actor_network if share_network else orthogonal_torso()
+        self.actor = layer_init(nn.Linear(512, num_actions), std=0.01)
+        self.critic = layer_init(nn.Linear(512, 1), std=1.0)
+
+    @staticmethod
+    def _prepare(frames: torch.Tensor) -> torch.Tensor:
+        # (N, 84, 84, 4) -> (N, 4, 84, 84) as a channels_last view: no copy, and the fast conv layout.
+        return frames.permute(0, 3, 1, 2).float().mul_(1.0 / 255.0)
+
+    def forward(self, frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action logits (N, A) and values (N,) in one pass (the torso runs once when shared)."""
+        x = self._prepare(frames)
+        actor_features = self.actor_network(x)
+        critic_features = actor_features if self.share_network else self.critic_network(x)
+        return self.actor(actor_features), self.critic(critic_features).squeeze(-1)
+
+    def value(self, frames: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.critic_network(self._prepare(frames))).squeeze(-1)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        result = super().load_state_dict(state_dict, strict=strict, assign=assign)
+        if self.share_network:  # loading may have untied the shared torso: tie it again
+            self.critic_network = self.actor_network
+        return result
+
+
+def is_shared_torso(state_dict: dict) -> bool:
+    """A seed-format state_dict shares its torso when every critic_network tensor equals the actor's."""
+    actor = {k[len("actor_network."):]: v for k, v in state_dict.items() if k.startswith("actor_network.")}
+    critic = {k[len("critic_network."):]: v for k, v in state_dict.items() if k.startswith("critic_network.")}
+    return bool(actor) and actor.keys() == critic.keys() and all(torch.equal(actor[k], critic[k]) for k in actor)

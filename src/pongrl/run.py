@@ -216,3 +216,57 @@ class Stopwatch:
 
     def seconds(self) -> float:
         return self.already + time.perf_counter() - self.started
+
+
+class TrainingSession:
+    """The reporting side shared by every training loop: metrics.csv rows, TensorBoard scalars, the
+    progress bar or plain log lines, and the wall clock carried across resumes.
+
+    `resumed_at` is the step of the checkpoint a resume starts from (None for a fresh run): rows and
+    events after it are dropped so the spliced curve has no duplicate.
+    """
+
+    def __init__(self, run_dir: str, config, columns: list[str], step: int, resumed_at: int | None,
+                 wall_seconds: float, description: str):
+        self.metrics = MetricsLog(os.path.join(run_dir, METRICS_FILE), columns, resumed_at)
+        self.board = TensorBoard(run_dir, config, purge_step=resumed_at + 1 if resumed_at is not None else None)
+        self.progress = Progress(config.total_steps, step, description)
+        self.stopwatch = Stopwatch(wall_seconds)
+        self._clock = (time.perf_counter(), step)
+        self.steps_per_second = 0.0
+
+    @staticmethod
+    def crossed(every: int, before: int, after: int) -> bool:
+        """True when a multiple of `every` lies in (before, after]: frequencies are in env steps
+        whatever the number of steps one iteration takes."""
+        return every > 0 and after // every > before // every
+
+    def log(self, step: int, row: dict, scalars: dict) -> dict:
+        """Write one metrics row (adding env_step, wall_seconds, steps_per_second) and its scalars."""
+        now = time.perf_counter()
+        self.steps_per_second = (step - self._clock[1]) / max(now - self._clock[0], 1e-9)
+        self._clock = (now, step)
+        row = {"env_step": step, "wall_seconds": round(self.stopwatch.seconds(), 1),
+               "steps_per_second": self.steps_per_second, **row}
+        self.metrics.write(row)
+        self.board.scalars({**scalars, "charts/SPS": self.steps_per_second}, step)
+        if not self.progress.interactive:
+            shown = [f"step {step}"] + [f"{key} {_format(value)}" for key, value in row.items()
+                                        if key not in ("env_step", "wall_seconds") and value is not None]
+            self.progress.log(" | ".join(shown))
+        return row
+
+    def close(self) -> None:
+        self.progress.close()
+        self.metrics.close()
+        self.board.close()
+
+
+def report_end(stop: StopSignal, step: int, checkpoint_path: str, run_dir: str) -> int:
+    """Say how training ended and return the exit code (128 + signal when stopped by one)."""
+    if stop.received:
+        print(f"pongrl: stopped at step {step}; checkpoint {checkpoint_path}; continue with: pongrl resume {run_dir}",
+              file=sys.stderr)
+        return stop.exit_code
+    print(f"pongrl: finished at step {step}; checkpoint {checkpoint_path}", file=sys.stderr)
+    return 0

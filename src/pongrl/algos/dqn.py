@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections import deque
 
 import numpy as np
@@ -28,7 +27,7 @@ from pongrl.errors import PongrlError
 from pongrl.evaluate import play_games, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer
-from pongrl.run import METRICS_FILE, MetricsLog, Progress, StopSignal, Stopwatch, TensorBoard, checkpoint_dir
+from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
 from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
 
 METRIC_COLUMNS = [
@@ -90,7 +89,7 @@ class DQNState:
         self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
         self.buffer = FrameReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma)
         self.counters = dict(env_step=0, grad_steps=0, episodes=0, last_target_update=0, train_credit=0,
-                             wall_seconds=0.0, resumes=0)
+                             wall_seconds=0.0, resumes=0, env_seed=0)
         self.recent_returns: deque = deque(maxlen=RECENT_EPISODES)
         self.recent_lengths: deque = deque(maxlen=RECENT_EPISODES)
 
@@ -147,20 +146,18 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     if env_step >= config.total_steps:
         raise PongrlError(f"the run is already at step {env_step}, at or past --total-steps {config.total_steps}")
 
-    env, obs = make_vector_env(config.num_envs, derived_seed(config.seed, counters["resumes"], env_step))
+    # Emulator seeds are derived from the run seed and the resume count, and recorded in counters.
+    counters["env_seed"] = derived_seed(config.seed, counters["resumes"], env_step)
+    env, obs = make_vector_env(config.num_envs, counters["env_seed"])
     running_return = np.zeros(config.num_envs)
     running_length = np.zeros(config.num_envs, np.int64)
 
-    resumed_at = env_step if resume_from is not None else None
-    metrics = MetricsLog(os.path.join(run_dir, METRICS_FILE), METRIC_COLUMNS, resumed_at)
-    board = TensorBoard(run_dir, config, purge_step=resumed_at + 1 if resumed_at is not None else None)
-    progress = Progress(config.total_steps, env_step, "dqn")
-    stopwatch = Stopwatch(counters["wall_seconds"])
+    session = TrainingSession(run_dir, config, METRIC_COLUMNS, env_step, env_step if resume_from else None,
+                              counters["wall_seconds"], "dqn")
     losses, q_means, pending_eval = [], [], None
-    log_clock, last_sps = (time.perf_counter(), env_step), 0.0
 
     def make_checkpoint() -> str:
-        counters.update(env_step=env_step, wall_seconds=stopwatch.seconds())
+        counters.update(env_step=env_step, wall_seconds=session.stopwatch.seconds())
         payload = state.payload()
         payload["replay_buffer"] = None
         if config.save_buffer:
@@ -168,10 +165,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             buffer.save(os.path.join(checkpoint_dir(run_dir), payload["replay_buffer"]))
         return save_checkpoint(checkpoint_dir(run_dir), payload, keep=config.keep_checkpoints)
 
-    def crossed(every: int, before: int) -> bool:
-        return every > 0 and env_step // every > before // every
-
-    last_checkpoint_step = env_step if resume_from is not None else -1
+    path = None
     with StopSignal() as stop:
         while env_step < config.total_steps and not stop.received:
             # 1. Act: epsilon-greedy on the current stacks, random until learning starts.
@@ -187,7 +181,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
 
             # 2. Learn while the emulators play this step.
             # After a resume without its replay buffer, the buffer refills before learning again.
-            if env_step >= config.learning_starts and len(buffer) >= max(config.batch_size, min(config.learning_starts, buffer.capacity // 2)):
+            refilled = len(buffer) >= max(config.batch_size, min(config.learning_starts, buffer.capacity // 2))
+            if env_step >= config.learning_starts and refilled:
                 counters["train_credit"] += config.num_envs
                 while counters["train_credit"] >= config.train_frequency:
                     counters["train_credit"] -= config.train_frequency
@@ -205,8 +200,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 counters["episodes"] += 1
                 recent_returns.append(float(running_return[i]))
                 recent_lengths.append(int(running_length[i]))
-                board.scalars({"charts/episodic_return": running_return[i], "charts/episodic_length": running_length[i]},
-                              env_step)
+                session.board.scalars({"charts/episodic_return": running_return[i],
+                                       "charts/episodic_length": running_length[i]}, env_step)
                 running_return[i], running_length[i] = 0, 0
             obs = next_obs
             before, env_step = env_step, env_step + config.num_envs
@@ -216,55 +211,38 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 counters["last_target_update"] = env_step
 
             # 4. Judge, report, save.
-            if crossed(config.eval_every, before):
+            if session.crossed(config.eval_every, before, env_step):
                 agent = QAgent(q_network if device.type == "cpu" else _cpu_copy(q_network))
                 games = play_games(lambda o: agent.act(o, config.eval_epsilon, rng), config.eval_episodes,
                                    derived_seed(config.seed, 7, env_step))
                 q_network.train()
                 pending_eval = summarize(games)
-                board.scalars({"eval/mean_return": pending_eval["mean"], "eval/std_return": pending_eval["std"]}, env_step)
-                progress.log(f"step {env_step}: eval over {pending_eval['games']} games "
-                             f"{pending_eval['mean']:+.2f} +- {pending_eval['std']:.2f}")
-            if crossed(config.log_every, before) or env_step >= config.total_steps:
-                now = time.perf_counter()
-                sps = (env_step - log_clock[1]) / max(now - log_clock[0], 1e-9)
-                log_clock, last_sps = (now, env_step), sps
+                session.board.scalars({"eval/mean_return": pending_eval["mean"],
+                                       "eval/std_return": pending_eval["std"]}, env_step)
+            if session.crossed(config.log_every, before, env_step) or env_step >= config.total_steps:
                 row = {
-                    "env_step": env_step, "wall_seconds": round(stopwatch.seconds(), 1),
                     "episodes": counters["episodes"],
                     "average_return": float(np.mean(recent_returns)) if recent_returns else None,
                     "average_length": float(np.mean(recent_lengths)) if recent_lengths else None,
                     "loss": float(np.mean(losses)) if losses else None,
                     "q_mean": float(np.mean(q_means)) if q_means else None,
-                    "epsilon": epsilon, "steps_per_second": sps,
+                    "epsilon": epsilon,
                     "eval_mean_return": pending_eval["mean"] if pending_eval else None,
                     "eval_std_return": pending_eval["std"] if pending_eval else None,
                 }
-                metrics.write(row)
-                board.scalars({"charts/average_return": row["average_return"], "losses/td_loss": row["loss"],
-                               "losses/q_values": row["q_mean"], "charts/epsilon": epsilon, "charts/SPS": sps}, env_step)
-                progress.log(_log_line(row)) if not progress.interactive else None
+                session.log(env_step, row, {"charts/average_return": row["average_return"], "losses/td_loss": row["loss"],
+                                            "losses/q_values": row["q_mean"], "charts/epsilon": epsilon})
                 losses, q_means, pending_eval = [], [], None
-            progress.update(env_step, {"sps": f"{last_sps:.0f}",
-                                       "return": f"{np.mean(recent_returns):+.1f}" if recent_returns else "-",
-                                       "eps": f"{epsilon:.2f}"})
-            if crossed(config.checkpoint_every, before):
-                make_checkpoint()
-                last_checkpoint_step = env_step
-
-        if last_checkpoint_step != env_step:
+            session.progress.update(env_step, {"sps": f"{session.steps_per_second:.0f}",
+                                               "return": f"{np.mean(recent_returns):+.1f}" if recent_returns else "-",
+                                               "eps": f"{epsilon:.2f}"})
+            if session.crossed(config.checkpoint_every, before, env_step):
+                path = make_checkpoint()
+        if path is None or not path.endswith(checkpoint_name(env_step) + ".pt"):
             path = make_checkpoint()
-        else:
-            path = os.path.join(checkpoint_dir(run_dir), checkpoint_name(env_step) + ".pt")
     env.close()
-    progress.close()
-    metrics.close()
-    board.close()
-    if stop.received:
-        print(f"pongrl: stopped at step {env_step}; checkpoint {path}; continue with: pongrl resume {run_dir}", file=sys.stderr)
-        return stop.exit_code
-    print(f"pongrl: finished at step {env_step}; checkpoint {path}", file=sys.stderr)
-    return 0
+    session.close()
+    return report_end(stop, env_step, path, run_dir)
 
 
 def _gradient_step(config, buffer, rng, q_network, target_network, optimizer, device):
@@ -293,17 +271,6 @@ def _cpu_copy(network: QNetwork) -> QNetwork:
     copy = QNetwork(NUM_ACTIONS)
     copy.load_state_dict({k: v.cpu() for k, v in network.state_dict().items()})
     return copy
-
-
-def _log_line(row: dict) -> str:
-    parts = [f"step {row['env_step']}", f"episodes {row['episodes']}"]
-    if row["average_return"] is not None:
-        parts.append(f"return {row['average_return']:+.2f}")
-    if row["loss"] is not None:
-        parts.append(f"loss {row['loss']:.4f}")
-    parts.append(f"eps {row['epsilon']:.3f}")
-    parts.append(f"{row['steps_per_second']:.0f} steps/s")
-    return " | ".join(parts)
 
 
 def _check_matches(payload: dict, config) -> None:
