@@ -1,34 +1,34 @@
-"""Any trained agent behind one small interface: a batch of observations in, actions out.
-
-Each agent records its observation profile so that evaluation never feeds it the wrong pixels.
+"""Any trained agent behind one small interface: a batch of observations in its own profile in,
+actions out. Each agent records its observation profile ("standard": the DQN protocol's grayscale
+(N, 4, 84, 84) stack; "seed": the self-play card's blue-channel (N, 84, 84, 4) view) so that
+evaluation never feeds it the wrong pixels.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from pongrl.checkpoint import load_checkpoint
-from pongrl.envs import NUM_ACTIONS
+from pongrl.checkpoint import is_checkpoint, read_weights_file, validate_checkpoint
 from pongrl.errors import PongrlError
-from pongrl.nets import QNetwork
+from pongrl.nets import ActorCritic, QNetwork, is_shared_torso
+
+NUM_ACTIONS = 6
 
 
-class QAgent:
-    """Greedy (or epsilon-greedy) play from a Q-network."""
+class Agent:
+    """Greedy play from a network's preferences, with optional epsilon-random actions."""
 
-    obs_profile = "standard"  # grayscale 84x84 stack of 4, as the single-player env produces
+    obs_profile = "standard"
 
-    def __init__(self, network: QNetwork, name: str = "agent", env_step: int = 0):
-        self.network = network.eval()
+    def __init__(self, name: str = "agent", env_step: int = 0):
         self.name = name
         self.env_step = env_step
 
-    @torch.inference_mode()
-    def q_values(self, obs: np.ndarray) -> np.ndarray:
-        return self.network(torch.from_numpy(obs)).numpy()
+    def preferences(self, obs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def act(self, obs: np.ndarray, epsilon: float = 0.0, rng: np.random.Generator | None = None) -> np.ndarray:
-        actions = self.q_values(obs).argmax(axis=1)
+        actions = self.preferences(obs).argmax(axis=1)
         if epsilon > 0:
             rng = rng or np.random.default_rng()
             explore = rng.random(len(actions)) < epsilon
@@ -36,15 +36,67 @@ class QAgent:
         return actions
 
 
-def load_agent(path: str):
-    """Load the playing part of any pongrl checkpoint (a run directory means its latest)."""
-    payload = load_checkpoint(path)
-    if payload.get("algo") != "dqn":
-        raise PongrlError(f"{payload['path']}: algorithm {payload.get('algo')!r} cannot be loaded as an agent")
-    network = QNetwork(NUM_ACTIONS)
+class QAgent(Agent):
+    """A DQN agent: greedy on its Q-values."""
+
+    def __init__(self, network: QNetwork, name: str = "agent", env_step: int = 0):
+        super().__init__(name, env_step)
+        self.network = network.eval()
+
+    @torch.inference_mode()
+    def preferences(self, obs: np.ndarray) -> np.ndarray:
+        return self.network(torch.from_numpy(obs)).numpy()
+
+
+class PolicyAgent(Agent):
+    """A PPO agent: the most likely action of its policy."""
+
+    def __init__(self, network: ActorCritic, obs_profile: str, name: str = "agent", env_step: int = 0):
+        super().__init__(name, env_step)
+        self.network = network
+        self.obs_profile = obs_profile
+
+    @torch.inference_mode()
+    def preferences(self, obs: np.ndarray) -> np.ndarray:
+        frames = torch.from_numpy(obs)
+        if self.obs_profile == "standard":  # the env gives (N, 4, 84, 84); the network takes channel-last
+            frames = frames.permute(0, 2, 3, 1)
+        logits, _ = self.network(frames)
+        return logits.numpy()
+
+
+def _load_weights(network: torch.nn.Module, state_dict, path: str) -> None:
     try:
-        network.load_state_dict(payload["state"]["q_network"])
-    except (KeyError, RuntimeError, TypeError) as error:
+        network.load_state_dict(state_dict)
+    except (KeyError, RuntimeError, TypeError, AttributeError) as error:
         reason = str(error).strip().splitlines()[0][:120]
-        raise PongrlError(f"{payload['path']}: Q-network weights do not fit ({reason})") from None
-    return QAgent(network, name=payload["path"], env_step=int(payload["env_step"]))
+        raise PongrlError(f"{path}: weights do not fit the network ({reason})") from None
+
+
+def load_agent(path: str) -> Agent:
+    """Load the playing part of a pongrl checkpoint of any algorithm (a run directory means its
+    latest), or a bare state_dict saved by the self-play card's code (`torch.save(agent.state_dict())`)."""
+    path, payload = read_weights_file(path)
+    if not is_checkpoint(payload):
+        if isinstance(payload, dict) and any(str(k).startswith("actor_network.") for k in payload):
+            shared = is_shared_torso(payload)
+            network = ActorCritic(NUM_ACTIONS, share_network=shared)
+            _load_weights(network, payload, path)
+            return PolicyAgent(network.eval(), "seed", name=path)
+        raise PongrlError(f"{path}: neither a pongrl checkpoint nor a seed-format state_dict")
+    payload = validate_checkpoint(path, payload)
+    step = int(payload.get("env_step", 0))
+    algo = payload.get("algo")
+    try:
+        state = payload["state"]
+        if algo == "dqn":
+            network = QNetwork(NUM_ACTIONS)
+            _load_weights(network, state["q_network"], path)
+            return QAgent(network, name=path, env_step=step)
+        if algo in ("ppo", "selfplay"):
+            network = ActorCritic(NUM_ACTIONS, share_network=bool(state["share_network"]))
+            _load_weights(network, state["agent"], path)
+            return PolicyAgent(network.eval(), payload["obs_profile"], name=path, env_step=step)
+    except (KeyError, TypeError):
+        raise PongrlError(f"{path}: the checkpoint lacks its network weights") from None
+    raise PongrlError(f"{path}: algorithm {algo!r} cannot be loaded as an agent")

@@ -56,9 +56,10 @@ def checkpoint_name(env_step: int) -> str:
     return f"step_{env_step:012d}"
 
 
-def save_checkpoint(checkpoint_dir: str, payload: dict, keep: int, protected: set[str] = frozenset()) -> str:
+def save_checkpoint(checkpoint_dir: str, payload: dict, keep: int, permanent: bool = False) -> str:
     """Write payload as the newest checkpoint, point `latest` at it, and drop periodic checkpoints
-    beyond the newest `keep` (names in `protected` are never dropped). Returns the .pt path."""
+    beyond the newest `keep`. A `permanent` checkpoint (one collected for later study) is never
+    dropped. Returns the .pt path."""
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, **payload}
     name = checkpoint_name(int(payload["env_step"]))
     buffer = io.BytesIO()
@@ -73,10 +74,11 @@ def save_checkpoint(checkpoint_dir: str, payload: dict, keep: int, protected: se
         "algo": payload.get("algo"),
         "format_version": FORMAT_VERSION,
         "replay_buffer": payload.get("replay_buffer"),
+        "permanent": permanent,
     }
     atomic_write_bytes(os.path.join(checkpoint_dir, name + ".json"), json.dumps(manifest, indent=1).encode())
     atomic_write_bytes(os.path.join(checkpoint_dir, LATEST), (name + "\n").encode())
-    _rotate(checkpoint_dir, keep, protected | {name})
+    _rotate(checkpoint_dir, keep, newest=name)
     return path
 
 
@@ -88,19 +90,24 @@ def list_checkpoints(checkpoint_dir: str) -> list[str]:
     return sorted(n for n in names if os.path.exists(os.path.join(checkpoint_dir, n + ".pt")))
 
 
-def _rotate(checkpoint_dir: str, keep: int, protected: set[str]) -> None:
-    names = list_checkpoints(checkpoint_dir)
-    for name in names[:-keep] if keep > 0 else []:
-        if name in protected:
-            continue
+def _is_permanent(checkpoint_dir: str, name: str) -> bool:
+    try:
+        with open(os.path.join(checkpoint_dir, name + ".json")) as handle:
+            return bool(json.load(handle).get("permanent"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _rotate(checkpoint_dir: str, keep: int, newest: str) -> None:
+    periodic = [n for n in list_checkpoints(checkpoint_dir) if n != newest and not _is_permanent(checkpoint_dir, n)]
+    for name in periodic[: max(0, len(periodic) - (keep - 1))]:
         for suffix in (".pt", ".json"):
             path = os.path.join(checkpoint_dir, name + suffix)
             if os.path.exists(path):
                 os.unlink(path)
     # Only the latest checkpoint keeps a replay buffer beside it.
-    latest = read_latest(checkpoint_dir)
     for file in os.listdir(checkpoint_dir):
-        if file.startswith("replay_") and file != f"replay_{latest}.npz":
+        if file.startswith("replay_") and file != f"replay_{newest}.npz":
             os.unlink(os.path.join(checkpoint_dir, file))
 
 
@@ -125,8 +132,9 @@ def resolve(path: str) -> str:
     return path
 
 
-def load_checkpoint(path: str) -> dict:
-    """Load and validate a pongrl checkpoint; refuse anything else with a one-line reason."""
+def read_weights_file(path: str):
+    """torch.load a file safely (weights_only: no code runs), after checking the SHA-256 in its
+    manifest when there is one. Returns (resolved path, loaded object)."""
     path = resolve(path)
     try:
         with open(path, "rb") as handle:
@@ -137,21 +145,32 @@ def load_checkpoint(path: str) -> dict:
     if manifest_path and os.path.exists(manifest_path):
         try:
             with open(manifest_path) as handle:
-                manifest = json.load(handle)
-            expected = manifest["sha256"]
+                expected = json.load(handle)["sha256"]
         except (OSError, ValueError, KeyError, TypeError):
             raise PongrlError(f"{manifest_path}: unreadable checkpoint manifest") from None
         if hashlib.sha256(data).hexdigest() != expected:
             raise PongrlError(f"{path}: checksum mismatch, the checkpoint is corrupt or truncated")
     try:
-        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        return path, torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many types for damaged or foreign files
         reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
         raise PongrlError(f"{path}: not a readable pongrl checkpoint ({reason})") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+
+
+def is_checkpoint(payload) -> bool:
+    return isinstance(payload, dict) and payload.get("format") == FORMAT
+
+
+def validate_checkpoint(path: str, payload) -> dict:
+    if not is_checkpoint(payload):
         raise PongrlError(f"{path}: not a pongrl checkpoint")
     version = payload.get("format_version")
     if version != FORMAT_VERSION:
         raise PongrlError(f"{path}: checkpoint format version {version} is not supported (this pongrl reads {FORMAT_VERSION})")
     payload["path"] = path
     return payload
+
+
+def load_checkpoint(path: str) -> dict:
+    """Load and validate a pongrl checkpoint; refuse anything else with a one-line reason."""
+    return validate_checkpoint(*read_weights_file(path))

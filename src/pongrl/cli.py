@@ -58,7 +58,7 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict) -> No
         if field.name in skip:
             continue
         flag = "--" + field.name.replace("_", "-")
-        default = getattr(defaults, field.name)
+        default = presets.get("default", {}).get(field.name, getattr(defaults, field.name))
         seed_value = presets.get("seed", {}).get(field.name)
         shown = f"default {default}" + (f"; seed preset {seed_value}" if seed_value is not None else "")
         helptext = f"{config_module.FIELD_HELP.get(field.name, '')} ({shown})"
@@ -78,7 +78,7 @@ def build_parser() -> Parser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands.required = True
 
-    train = commands.add_parser("train", help="train an agent (dqn)")
+    train = commands.add_parser("train", help="train an agent (dqn, ppo, selfplay)")
     algos = train.add_subparsers(dest="algo", metavar="ALGO", parser_class=Parser)
     algos.required = True
     dqn = algos.add_parser("dqn", help="DQN against the built-in AI")
@@ -87,6 +87,15 @@ def build_parser() -> Parser:
                      help="hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here")
     dqn.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
     _add_config_flags(dqn, config_module.DQNConfig, config_module.DQN_PRESETS)
+    for algo, helptext in (("ppo", "PPO against the built-in AI"),
+                           ("selfplay", "PPO self-play on two-player Pong (the self-play model card)")):
+        presets = config_module.CONFIG_CLASSES[algo][1]
+        sub = algos.add_parser(algo, help=helptext)
+        sub.add_argument("--run-dir", help=f"where the run goes (default runs/pong__{algo}__<preset>__<seed>__<time>)")
+        sub.add_argument("--preset", default="default", choices=sorted(presets),
+                         help="hyperparameters to start from: 'seed' is the model card's run (default: default)")
+        sub.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
+        _add_config_flags(sub, config_module.PPOConfig, presets)
 
     resume = commands.add_parser("resume", help="continue a run from its latest checkpoint")
     resume.add_argument("run_dir", metavar="RUN")
@@ -102,6 +111,11 @@ def build_parser() -> Parser:
     evaluate.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
     evaluate.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
+    export = commands.add_parser("export", help="write a PPO agent as the bare state_dict the self-play card's code loads")
+    export.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
+    export.add_argument("--out", required=True, help="FILE.pt to write")
+    export.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+
     plot = commands.add_parser("plot", help="plot average return and loss of one or more runs")
     plot.add_argument("runs", nargs="+", metavar="RUN")
     plot.add_argument("--out", help="PNG file (default RUN/plots/curves.png of the first run)")
@@ -116,8 +130,17 @@ def build_parser() -> Parser:
     return parser
 
 
+def _trainer(algo: str):
+    if algo == "dqn":
+        from pongrl.algos import dqn
+
+        return dqn.train
+    from pongrl.algos import ppo
+
+    return ppo.train
+
+
 def cmd_train(args) -> int:
-    from pongrl.algos import dqn
     from pongrl.run import prepare_new_run
 
     cls, _ = config_module.CONFIG_CLASSES[args.algo]
@@ -127,11 +150,10 @@ def cmd_train(args) -> int:
         "runs", f"pong__{args.algo}__{args.preset}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}")
     prepare_new_run(run_dir, config, args.force)
     print(f"pongrl: training {args.algo} ({args.preset} preset) into {run_dir}", file=sys.stderr)
-    return dqn.train(config, run_dir)
+    return _trainer(args.algo)(config, run_dir)
 
 
 def cmd_resume(args) -> int:
-    from pongrl.algos import dqn
     from pongrl.checkpoint import load_checkpoint, resolve
     from pongrl.run import CONFIG_FILE, checkpoint_dir, open_existing_run
 
@@ -149,19 +171,17 @@ def cmd_resume(args) -> int:
         raise PongrlError(f"the checkpoint is at step {step}; ask for more with --extra-steps N or --total-steps N")
     config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
     print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
-    return dqn.train(config, args.run_dir, resume_from=payload["path"])
+    return _trainer(config.algo)(config, args.run_dir, resume_from=payload["path"])
 
 
 def cmd_eval(args) -> int:
     from pongrl.agent import load_agent
-    from pongrl.evaluate import play_games, summarize
-    import numpy as np
+    from pongrl.evaluate import evaluate_agent, summarize
 
     if not 0.0 <= args.epsilon <= 1.0:
         raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
     agent = load_agent(args.checkpoint)
-    rng = np.random.default_rng(args.seed)
-    games = play_games(lambda obs: agent.act(obs, args.epsilon, rng), args.episodes, args.seed)
+    games = evaluate_agent(agent, args.episodes, args.seed, args.epsilon)
     summary = summarize(games)
     if args.json:
         print(json.dumps({"checkpoint": agent.name, "env_step": agent.env_step, "epsilon": args.epsilon,
@@ -172,6 +192,26 @@ def cmd_eval(args) -> int:
                   f"{game['length']} steps" + ("  (cut by the frame cap)" if game["truncated"] else ""))
         print(f"{agent.name} (step {agent.env_step}): mean score {summary['mean']:+.2f} +- {summary['std']:.2f} "
               f"over {summary['games']} games against the built-in AI")
+    return 0
+
+
+def cmd_export(args) -> int:
+    import io
+
+    import torch
+
+    from pongrl.checkpoint import atomic_write_bytes, load_checkpoint
+
+    if os.path.exists(args.out) and not args.force:
+        raise PongrlError(f"{args.out}: exists (use --force to overwrite)")
+    payload = load_checkpoint(args.checkpoint)
+    if payload.get("algo") not in ("ppo", "selfplay"):
+        raise PongrlError(f"{payload['path']}: only PPO agents have the self-play card's format (this is {payload.get('algo')!r})")
+    data = io.BytesIO()
+    torch.save(payload["state"]["agent"], data)
+    atomic_write_bytes(args.out, data.getvalue())
+    print(f"{args.out}: seed-format state_dict ({'shared' if payload['state']['share_network'] else 'separate'} torsos, "
+          f"step {payload['env_step']}, observation profile {payload['obs_profile']})")
     return 0
 
 
@@ -203,7 +243,8 @@ def cmd_video(args) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "resume": cmd_resume, "eval": cmd_eval, "plot": cmd_plot, "video": cmd_video}
+COMMANDS = {"train": cmd_train, "resume": cmd_resume, "eval": cmd_eval, "export": cmd_export, "plot": cmd_plot,
+            "video": cmd_video}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -289,3 +289,15 @@ def load_yaml(path: str):
     except yaml.YAMLError as error:
         raise PongrlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
     return from_dict(data, path)
+
+
+def check_same_experiment(payload: dict, config) -> None:
+    """A checkpoint resumes only the run it came from: same algorithm and the same settings, apart
+    from those a resume may change (RESUME_MUTABLE)."""
+    if payload.get("algo") != config.algo:
+        raise PongrlError(f"{payload.get('path')}: a {payload.get('algo')!r} checkpoint cannot resume a {config.algo} run")
+    saved = payload.get("config", {})
+    current = to_dict(config)
+    differing = sorted(k for k in current if k not in RESUME_MUTABLE and saved.get(k) != current[k])
+    if differing:
+        raise PongrlError(f"{payload.get('path')}: checkpoint does not match the run's config.yaml ({', '.join(differing)} differ)")

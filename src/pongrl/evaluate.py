@@ -6,20 +6,26 @@ from typing import Callable
 import numpy as np
 
 from pongrl.envs import make_vector_env
+from pongrl.envs.single import GameVectorEnv
 from pongrl.errors import PongrlError
 
 MAX_PARALLEL_GAMES = 8
 
 
-def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int) -> list[dict]:
+def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int, profile: str = "standard") -> list[dict]:
     """Play `episodes` whole games with `act` (a batch of observations -> actions) on the right
-    paddle against the built-in AI. Each emulator plays a fixed quota of games, so short games
-    do not crowd out long ones. Returns one dict per game: score, points won and lost, length."""
+    paddle against the built-in AI, showing the agent its observation `profile`. Each emulator plays
+    a fixed quota of games, so short games do not crowd out long ones. Returns one dict per game:
+    score, points won and lost, length."""
     if episodes <= 0:
         raise PongrlError(f"the number of games must be positive, got {episodes}")
     num_envs = min(episodes, MAX_PARALLEL_GAMES)
     quota = [episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)]
-    env, obs = make_vector_env(num_envs, seed)
+    if profile == "standard":
+        env, obs = make_vector_env(num_envs, seed)
+    else:
+        env = GameVectorEnv(num_envs, seed, profile)
+        obs = env.reset()
     try:
         won = np.zeros(num_envs, np.int64)
         lost = np.zeros(num_envs, np.int64)
@@ -52,3 +58,9 @@ def summarize(games: list[dict]) -> dict:
         "max": int(scores.max()),
         "scores": [int(s) for s in scores],
     }
+
+
+def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0) -> list[dict]:
+    """Any loaded agent (see pongrl.agent) against the built-in AI, in its own observation profile."""
+    rng = np.random.default_rng(seed)
+    return play_games(lambda obs: agent.act(obs, epsilon, rng), episodes, seed, agent.obs_profile)

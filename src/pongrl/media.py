@@ -63,7 +63,7 @@ def record_video(agent, out: str, max_frames: int, seed: int, epsilon: float = 0
     extension = os.path.splitext(out)[1].lower()
     if extension not in (".mp4", ".gif"):
         raise PongrlError(f"{out}: the video file must end in .mp4 or .gif")
-    game = PongGame(seed)
+    game = PongGame(seed, profile=agent.obs_profile)
     rng = np.random.default_rng(seed)
     stack = game.reset()
     frames = [game.rgb()]

@@ -24,7 +24,7 @@ from pongrl.agent import QAgent
 from pongrl.checkpoint import checkpoint_name, load_checkpoint, save_checkpoint
 from pongrl.envs import NUM_ACTIONS, make_vector_env
 from pongrl.errors import PongrlError
-from pongrl.evaluate import play_games, summarize
+from pongrl.evaluate import evaluate_agent, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer
 from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
@@ -106,7 +106,7 @@ class DQNState:
         }
 
     def restore(self, payload: dict) -> None:
-        _check_matches(payload, self.config)
+        config_module.check_same_experiment(payload, self.config)
         try:
             self.q_network.load_state_dict(payload["state"]["q_network"])
             self.target_network.load_state_dict(payload["state"]["target_network"])
@@ -213,8 +213,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             # 4. Judge, report, save.
             if session.crossed(config.eval_every, before, env_step):
                 agent = QAgent(q_network if device.type == "cpu" else _cpu_copy(q_network))
-                games = play_games(lambda o: agent.act(o, config.eval_epsilon, rng), config.eval_episodes,
-                                   derived_seed(config.seed, 7, env_step))
+                games = evaluate_agent(agent, config.eval_episodes, derived_seed(config.seed, 7, env_step),
+                                       config.eval_epsilon)
                 q_network.train()
                 pending_eval = summarize(games)
                 session.board.scalars({"eval/mean_return": pending_eval["mean"],
@@ -271,14 +271,3 @@ def _cpu_copy(network: QNetwork) -> QNetwork:
     copy = QNetwork(NUM_ACTIONS)
     copy.load_state_dict({k: v.cpu() for k, v in network.state_dict().items()})
     return copy
-
-
-def _check_matches(payload: dict, config) -> None:
-    """A checkpoint resumes only the run it came from: same algorithm and same experiment settings."""
-    if payload.get("algo") != "dqn":
-        raise PongrlError(f"{payload['path']}: a {payload.get('algo')!r} checkpoint cannot resume a dqn run")
-    saved = payload.get("config", {})
-    current = config_module.to_dict(config)
-    differing = sorted(k for k in current if k not in config_module.RESUME_MUTABLE and saved.get(k) != current[k])
-    if differing:
-        raise PongrlError(f"{payload['path']}: checkpoint does not match the run's config.yaml ({', '.join(differing)} differ)")

@@ -62,9 +62,15 @@ def preprocess(gray_frame: np.ndarray) -> np.ndarray:
 
 
 class PongGame:
-    """One emulator with the training protocol, exposing the colour screen as well as the stack."""
+    """One emulator with the training protocol, exposing the colour screen as well as the stack.
 
-    def __init__(self, seed: int, noop_max: int = NOOP_MAX):
+    `profile` picks what the agent sees: "standard" is the DQN protocol above, a (4, 84, 84) stack;
+    "seed" is the self-play card's view, (84, 84, 4) channel-last: the blue channel of the max over
+    the last two RGB frames, resized by tinyscaler as SuperSuit does, score rows blanked. The
+    single-player agent holds the right paddle, the card's `first_0`, so nothing is mirrored.
+    """
+
+    def __init__(self, seed: int, noop_max: int = NOOP_MAX, profile: str = "standard"):
         self.ale = ale_py.ALEInterface()
         self.ale.setLoggerMode(ale_py.LoggerMode.Error)
         self.ale.setInt("random_seed", int(seed) % (2**31))
@@ -75,8 +81,28 @@ class PongGame:
         self.actions = self.ale.getMinimalActionSet()
         self.rng = np.random.default_rng(seed)
         self.noop_max = noop_max
+        self.profile = profile
+        if profile == "seed":
+            from pongrl.envs.two_player import SeedFrameStack, seed_frame
+
+            self._seed_frame, self._seed_stack = seed_frame, SeedFrameStack(1)
         self.stack = np.zeros((FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
         self.colour_frames: list[np.ndarray] = []
+
+    def _screen(self) -> np.ndarray:
+        return self.ale.getScreenRGB() if self.profile == "seed" else self.ale.getScreenGrayscale()
+
+    def _observation(self, screen: np.ndarray, first: bool) -> np.ndarray:
+        if self.profile == "seed":
+            frame = self._seed_frame(screen)
+            self._seed_stack.reset(0, frame) if first else self._seed_stack.push(0, frame)
+            return self._seed_stack.observation(0).copy()
+        if first:
+            self.stack[:] = 0
+        else:
+            self.stack = np.roll(self.stack, -1, axis=0)
+        self.stack[-1] = preprocess(screen)
+        return self.stack.copy()
 
     def reset(self) -> np.ndarray:
         self.ale.reset_game()
@@ -84,16 +110,14 @@ class PongGame:
             self.ale.act(self.actions[0])
             if self.ale.game_over():
                 self.ale.reset_game()
-        self.stack[:] = 0
-        self.stack[-1] = preprocess(self.ale.getScreenGrayscale())
-        return self.stack.copy()
+        return self._observation(self._screen(), first=True)
 
     def rgb(self) -> np.ndarray:
         """The full-colour screen at native resolution (210x160x3)."""
         return self.ale.getScreenRGB()
 
     def step(self, action: int, record_colour: bool = False) -> tuple[np.ndarray, float, bool, bool]:
-        """Play one agent step (4 frames); returns (stack, score change, terminated, truncated)."""
+        """Play one agent step (4 frames); returns (observation, score change, terminated, truncated)."""
         reward = 0.0
         last_two = []
         for skipped in range(FRAME_SKIP):
@@ -101,13 +125,68 @@ class PongGame:
             if record_colour:
                 self.colour_frames.append(self.ale.getScreenRGB())
             if skipped >= FRAME_SKIP - 2:
-                last_two.append(self.ale.getScreenGrayscale())
+                last_two.append(self._screen())
             if self.ale.game_over():
                 break
-        frame = np.maximum(last_two[0], last_two[1]) if len(last_two) == 2 else (
-            last_two[0] if last_two else self.ale.getScreenGrayscale())
-        self.stack = np.roll(self.stack, -1, axis=0)
-        self.stack[-1] = preprocess(frame)
+        screen = np.maximum(last_two[0], last_two[1]) if len(last_two) == 2 else (
+            last_two[0] if last_two else self._screen())
         terminated = self.ale.game_over(with_truncation=False)
         truncated = not terminated and self.ale.game_over()
-        return self.stack.copy(), reward, terminated, truncated
+        return self._observation(screen, first=False), reward, terminated, truncated
+
+
+class GameVectorEnv:
+    """Several `PongGame`s stepped in turn, with the vector API of `ChannelLastVectorEnv`: autoreset,
+    `info["final_obs"]` for ended games. Used where the C++ vector env cannot produce the pixels
+    (the seed profile needs the colour screen)."""
+
+    def __init__(self, num_envs: int, seed: int, profile: str):
+        self.games = [PongGame(seed + i, profile=profile) for i in range(num_envs)]
+        self.num_envs = num_envs
+        self.obs = np.stack([game.reset() for game in self.games])
+
+    def reset(self) -> np.ndarray:
+        return self.obs.copy()
+
+    def step(self, actions: np.ndarray):
+        rewards = np.zeros(self.num_envs, np.float32)
+        terminated = np.zeros(self.num_envs, bool)
+        truncated = np.zeros(self.num_envs, bool)
+        final_obs = None
+        for i, game in enumerate(self.games):
+            obs, rewards[i], terminated[i], truncated[i] = game.step(int(actions[i]))
+            if terminated[i] or truncated[i]:
+                final_obs = self.obs.copy() if final_obs is None else final_obs
+                final_obs[i] = obs
+                obs = game.reset()
+            self.obs[i] = obs
+        return self.obs.copy(), rewards, terminated, truncated, ({"final_obs": final_obs} if final_obs is not None else {})
+
+    def close(self) -> None:
+        self.games.clear()
+
+
+class ChannelLastVectorEnv:
+    """The training vector env with observations laid out (N, 84, 84, 4), as the PPO agent (and the
+    self-play card's code) expects. `step` returns true score changes and `info["final_obs"]` when a
+    game ends."""
+
+    def __init__(self, num_envs: int, seed: int):
+        self.env, obs = make_vector_env(num_envs, seed)
+        self.num_envs = num_envs
+        self.first_obs = self._layout(obs)
+
+    @staticmethod
+    def _layout(obs: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(obs.transpose(0, 2, 3, 1))
+
+    def reset(self) -> np.ndarray:
+        return self.first_obs
+
+    def step(self, actions: np.ndarray):
+        obs, rewards, terminated, truncated, info = self.env.step(np.asarray(actions, dtype=np.int64))
+        info = {"final_obs": self._layout(info["final_obs"])} if "final_obs" in info else {}
+        return self._layout(obs), rewards.astype(np.float32), terminated, truncated, info
+
+    def close(self) -> None:
+        self.env.close()

@@ -1,0 +1,343 @@
+"""PPO for Pong, read top to bottom: against the built-in AI (`ppo`) or in self-play (`selfplay`).
+
+CleanRL semantics (ppo_atari / the self-play card's ppo_pettingzoo_ma_atari): GAE, clipped surrogate,
+clipped value loss, per-minibatch advantage normalisation, entropy bonus, global grad-norm clip,
+linear learning-rate anneal, minibatch epochs. In self-play one policy plays both paddles: each game
+gives two batch entries (player 0 = `first_0`, the right paddle; player 1 = `second_0`, mirrored),
+and steps count agent steps, two per game step, as the card does.
+
+Differences from CleanRL, on purpose:
+- a game cut by the frame cap is a truncation: its last reward is bootstrapped with the value of the
+  observation it was cut at, rather than being treated as a loss;
+- the learning-rate anneal is a function of steps done over `--total-steps`, so a resume that extends
+  the run stretches it instead of restarting it from full;
+- `ppo_update` is a function of one rollout batch, so a data-parallel wrapper can call it unchanged.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+
+import numpy as np
+import torch
+
+from pongrl import config as config_module
+from pongrl.checkpoint import checkpoint_name, load_checkpoint, save_checkpoint
+from pongrl.errors import PongrlError
+from pongrl.nets import ActorCritic
+from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
+from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
+
+NUM_ACTIONS = 6
+RECENT_EPISODES = 20
+METRIC_COLUMNS = [
+    "env_step", "wall_seconds", "episodes", "average_return", "average_length", "points_won", "points_lost",
+    "serve_penalties", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
+    "learning_rate", "steps_per_second", "update_seconds", "eval_mean_return", "eval_std_return",
+]
+
+
+# ---- the math, as pure functions (tested on hand-made tensors) ----------------------------------
+def compute_gae(rewards: torch.Tensor, values: torch.Tensor, ended: torch.Tensor, next_value: torch.Tensor,
+                gamma: float, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation over a rollout of shape (T, N).
+
+    ended[t] is True when the episode ended with step t (terminal, truncated, or a point when the
+    run ends GAE episodes at points): nothing after it is bootstrapped into step t. A truncated
+    step's reward already holds gamma * V(cut observation). Returns (advantages, returns).
+    """
+    steps = rewards.shape[0]
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(next_value)
+    for t in reversed(range(steps)):
+        following_value = next_value if t == steps - 1 else values[t + 1]
+        carry = 1.0 - ended[t].float()
+        delta = rewards[t] + gamma * following_value * carry - values[t]
+        running = delta + gamma * gae_lambda * carry * running
+        advantages[t] = running
+    return advantages, advantages + values
+
+
+def ppo_losses(new_logprob, old_logprob, advantages, new_value, old_value, returns, entropy, config) -> dict:
+    """The clipped surrogate, the (optionally clipped) value loss and the entropy bonus."""
+    log_ratio = new_logprob - old_logprob
+    ratio = log_ratio.exp()
+    policy_loss = torch.max(-advantages * ratio,
+                            -advantages * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)).mean()
+    if config.clip_vloss:
+        clipped_value = old_value + (new_value - old_value).clamp(-config.clip_coef, config.clip_coef)
+        value_loss = 0.5 * torch.max((new_value - returns) ** 2, (clipped_value - returns) ** 2).mean()
+    else:
+        value_loss = 0.5 * ((new_value - returns) ** 2).mean()
+    entropy_loss = entropy.mean()
+    with torch.no_grad():
+        approx_kl = ((ratio - 1) - log_ratio).mean()
+        clip_fraction = ((ratio - 1.0).abs() > config.clip_coef).float().mean()
+    return {
+        "loss": policy_loss - config.ent_coef * entropy_loss + config.vf_coef * value_loss,
+        "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy_loss,
+        "approx_kl": approx_kl, "clip_fraction": clip_fraction,
+    }
+
+
+def ppo_update(agent: ActorCritic, optimizer: torch.optim.Optimizer, batch: dict, config,
+               generator: torch.Generator) -> dict:
+    """Several epochs of minibatch PPO on one flattened rollout batch; returns mean statistics."""
+    size = batch["obs"].shape[0]
+    minibatch = size // config.num_minibatches
+    totals: dict[str, list[float]] = {}
+    for _ in range(config.update_epochs):
+        order = torch.randperm(size, generator=generator)
+        for start in range(0, size, minibatch):
+            index = order[start:start + minibatch]
+            logits, new_value = agent(batch["obs"][index])
+            distribution = torch.distributions.Categorical(logits=logits)
+            advantages = batch["advantages"][index]
+            if config.norm_adv:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            losses = ppo_losses(distribution.log_prob(batch["actions"][index]), batch["logprobs"][index], advantages,
+                                new_value, batch["values"][index], batch["returns"][index], distribution.entropy(),
+                                config)
+            optimizer.zero_grad(set_to_none=True)
+            losses["loss"].backward()
+            torch.nn.utils.clip_grad_norm_(agent.parameters(), config.max_grad_norm)
+            optimizer.step()
+            for key, value in losses.items():
+                totals.setdefault(key, []).append(value.item())
+        if config.target_kl and np.mean(totals["approx_kl"][-config.num_minibatches:]) > config.target_kl:
+            break
+    stats = {key: float(np.mean(values)) for key, values in totals.items()}
+    variance = batch["returns"].var()
+    stats["explained_variance"] = float(1 - (batch["returns"] - batch["values"]).var() / variance) if variance > 0 else float("nan")
+    return stats
+
+
+def learning_rate_at(config, step: int) -> float:
+    if not config.anneal_lr:
+        return config.learning_rate
+    return config.learning_rate * max(0.0, 1.0 - step / config.total_steps)
+
+
+# ---- environments --------------------------------------------------------------------------------
+def make_env(config, seed: int):
+    """The training env: two-player self-play (fast or reference) or one player vs the built-in AI."""
+    if config.algo == "selfplay":
+        from pongrl.envs import two_player
+
+        games = config.num_envs // 2
+        if config.env == "reference":
+            return two_player.ReferenceSelfPlayEnv(games, seed, max_cycles=config.max_cycles)
+        return two_player.FastSelfPlayEnv(games, seed, max_cycles=config.max_cycles)
+    if config.obs == "seed":
+        from pongrl.envs.two_player import SeedProfileVectorEnv
+
+        return SeedProfileVectorEnv(config.num_envs, seed)
+    from pongrl.envs.single import ChannelLastVectorEnv
+
+    return ChannelLastVectorEnv(config.num_envs, seed)
+
+
+def obs_profile(config) -> str:
+    """What pixels the agent sees: the seed's blue-channel view in self-play or with --obs seed."""
+    return "seed" if config.algo == "selfplay" or config.obs == "seed" else "standard"
+
+
+# ---- the learner ---------------------------------------------------------------------------------
+class PPOState:
+    """Everything a PPO run carries across a stop: the network, optimizer moments, counters, RNGs."""
+
+    def __init__(self, config, device: torch.device):
+        self.config = config
+        self.rng = seed_everything(config.seed)
+        self.agent = ActorCritic(NUM_ACTIONS, config.share_network).to(device)
+        self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.counters = dict(env_step=0, updates=0, episodes=0, wall_seconds=0.0, resumes=0, env_seed=0,
+                             collected=[])
+        self.recent_returns: deque = deque(maxlen=RECENT_EPISODES)
+        self.recent_lengths: deque = deque(maxlen=RECENT_EPISODES)
+
+    def payload(self) -> dict:
+        return {
+            "algo": self.config.algo, "obs_profile": obs_profile(self.config), "env_step": self.counters["env_step"],
+            "config": config_module.to_dict(self.config),
+            "state": {"agent": self.agent.state_dict(), "optimizer": self.optimizer.state_dict(),
+                      "share_network": self.config.share_network},
+            "counters": dict(self.counters), "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths),
+            "rng": {**capture_rng(self.rng), "update_generator": self.generator.get_state()},
+            "torch_version": str(torch.__version__),
+        }
+
+    def restore(self, payload: dict) -> None:
+        config_module.check_same_experiment(payload, self.config)
+        try:
+            self.agent.load_state_dict(payload["state"]["agent"])
+            self.optimizer.load_state_dict(payload["state"]["optimizer"])
+            self.counters.update(payload["counters"])
+            self.recent_returns.extend(payload["recent_returns"])
+            self.recent_lengths.extend(payload["recent_lengths"])
+            restore_rng(payload["rng"], self.rng)
+            self.generator.set_state(payload["rng"]["update_generator"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as error:
+            raise PongrlError(f"{payload.get('path')}: incomplete PPO checkpoint ({str(error)[:100]})") from None
+
+
+def collection_points(config) -> list[int]:
+    """The steps at which the K evenly spaced checkpoints are collected (the card's num_checkpoints)."""
+    k = config.num_checkpoints
+    return [config.total_steps * i // k for i in range(1, k + 1)] if k else []
+
+
+def train(config, run_dir: str, resume_from: str | None = None) -> int:
+    """Train (or continue) a PPO run; returns the process exit code."""
+    device = torch.device("cuda" if config.device == "auto" and torch.cuda.is_available() else
+                          "cpu" if config.device == "auto" else config.device)
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    state = PPOState(config, device)
+    if resume_from is not None:
+        state.restore(load_checkpoint(resume_from))
+        state.counters["resumes"] += 1  # games in progress at the checkpoint end there; new ones start
+    agent, optimizer, counters, rng = state.agent, state.optimizer, state.counters, state.rng
+    step = counters["env_step"]
+    if step >= config.total_steps:
+        raise PongrlError(f"the run is already at step {step}, at or past --total-steps {config.total_steps}")
+    counters["env_seed"] = derived_seed(config.seed, counters["resumes"], step)
+    env = make_env(config, counters["env_seed"])
+    n, horizon = config.num_envs, config.num_steps
+
+    # Rollout storage, allocated once: observations stay uint8 until the network sees them.
+    obs_buffer = torch.zeros((horizon, n, 84, 84, 4), dtype=torch.uint8)
+    actions = torch.zeros((horizon, n), dtype=torch.long)
+    logprobs = torch.zeros((horizon, n))
+    rewards = torch.zeros((horizon, n))
+    ended = torch.zeros((horizon, n), dtype=torch.bool)
+    values = torch.zeros((horizon, n))
+
+    next_obs = torch.from_numpy(env.reset())
+    running_return = np.zeros(n)
+    running_length = np.zeros(n, np.int64)
+    points = {"won": 0, "lost": 0, "serve_penalties": 0}
+    def track_episodes(reward: np.ndarray, episode_end: np.ndarray, info: dict) -> None:
+        """Count points and finished games. The two-player env reports each game's true score in
+        info["episode"] (its rewards also carry serve penalties); against the built-in AI the reward
+        is the true score change itself."""
+        if "episode" in info:
+            results = info["episode"]
+            finished = np.flatnonzero(results["done"])
+            scores = results["points_won"][finished] - results["points_lost"][finished]
+            lengths = results["length"][finished]
+            points["won"] += int(results["points_won"][finished].sum())
+            points["lost"] += int(results["points_lost"][finished].sum())
+            points["serve_penalties"] += int(results["serve_penalties"][finished].sum())
+        else:
+            running_return[:] += reward
+            running_length[:] += 1
+            points["won"] += int((reward > 0).sum())
+            points["lost"] += int((reward < 0).sum())
+            finished = np.flatnonzero(episode_end)
+            scores, lengths = running_return[finished].copy(), running_length[finished].copy()
+            running_return[finished], running_length[finished] = 0, 0
+        counters["episodes"] += len(finished)
+        state.recent_returns.extend(float(s) for s in scores)
+        state.recent_lengths.extend(int(length) for length in lengths)
+        for score, length in zip(scores, lengths):
+            session.board.scalars({"charts/episodic_return": float(score), "charts/episodic_length": int(length)}, step)
+
+    session = TrainingSession(run_dir, config, METRIC_COLUMNS, step, step if resume_from else None,
+                              counters["wall_seconds"], config.algo)
+    pending_eval, update_stats, update_seconds = None, {}, 0.0
+
+    def make_checkpoint(permanent: bool = False) -> str:
+        counters.update(env_step=step, wall_seconds=session.stopwatch.seconds())
+        return save_checkpoint(checkpoint_dir(run_dir), state.payload(), keep=config.keep_checkpoints,
+                               permanent=permanent)
+
+    path = None
+    with StopSignal() as stop:
+        while step < config.total_steps and not stop.received:
+            learning_rate = learning_rate_at(config, step)
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate
+
+            # 1. Roll out `num_steps` steps in every env with the current policy.
+            for t in range(horizon):
+                obs_buffer[t] = next_obs
+                with torch.inference_mode():
+                    logits, value = agent(next_obs.to(device))
+                    distribution = torch.distributions.Categorical(logits=logits)
+                    action = distribution.sample()
+                    logprobs[t] = distribution.log_prob(action).cpu()
+                values[t], actions[t] = value.cpu(), action.cpu()
+                obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
+                learn_reward = np.clip(reward, -1.0, 1.0)
+                if truncated.any():  # bootstrap a cut game from the value of where it was cut
+                    cut = np.flatnonzero(truncated)
+                    with torch.inference_mode():
+                        cut_value = agent.value(torch.from_numpy(info["final_obs"][cut]).to(device)).cpu().numpy()
+                    learn_reward[cut] += config.gamma * cut_value
+                episode_end = terminated | truncated
+                ended[t] = torch.from_numpy(episode_end | (reward != 0) if config.end_gae_at_point else episode_end)
+                rewards[t] = torch.from_numpy(learn_reward.astype(np.float32))
+                next_obs = torch.from_numpy(obs)
+                track_episodes(reward, episode_end, info)
+            before, step = step, step + n * horizon
+
+            # 2. Advantages, then the update on the flattened rollout.
+            with torch.inference_mode():
+                next_value = agent.value(next_obs.to(device)).cpu()
+            advantages, returns = compute_gae(rewards, values, ended, next_value, config.gamma, config.gae_lambda)
+            batch = {"obs": obs_buffer.reshape(-1, 84, 84, 4).to(device), "actions": actions.reshape(-1).to(device),
+                     "logprobs": logprobs.reshape(-1).to(device), "advantages": advantages.reshape(-1).to(device),
+                     "returns": returns.reshape(-1).to(device), "values": values.reshape(-1).to(device)}
+            update_started = session.stopwatch.seconds()
+            update_stats = ppo_update(agent, optimizer, batch, config, state.generator)
+            update_seconds += session.stopwatch.seconds() - update_started
+            counters["updates"] += 1
+
+            # 3. Judge, report, save.
+            if session.crossed(config.eval_every, before, step):
+                pending_eval = evaluate_against_builtin(agent, config, derived_seed(config.seed, 7, step))
+                session.board.scalars({"eval/mean_return": pending_eval["mean"]}, step)
+            if session.crossed(config.log_every, before, step) or step >= config.total_steps:
+                row = {"episodes": counters["episodes"],
+                       "average_return": float(np.mean(state.recent_returns)) if state.recent_returns else None,
+                       "average_length": float(np.mean(state.recent_lengths)) if state.recent_lengths else None,
+                       "points_won": points["won"], "points_lost": points["lost"],
+                       "serve_penalties": points["serve_penalties"], "learning_rate": learning_rate,
+                       "update_seconds": update_seconds,
+                       **{k: update_stats.get(k) for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
+                                                            "clip_fraction", "explained_variance")},
+                       "eval_mean_return": pending_eval["mean"] if pending_eval else None,
+                       "eval_std_return": pending_eval["std"] if pending_eval else None}
+                scalars = {f"losses/{k}": update_stats.get(k) for k in ("policy_loss", "value_loss", "entropy",
+                                                                         "approx_kl", "clip_fraction", "explained_variance")}
+                scalars.update({"charts/average_return": row["average_return"], "charts/learning_rate": learning_rate,
+                                "charts/points_won": points["won"], "charts/serve_penalties": points["serve_penalties"]})
+                session.log(step, row, scalars)
+                points = {"won": 0, "lost": 0, "serve_penalties": 0}
+                pending_eval, update_seconds = None, 0.0
+            session.progress.update(step, {"sps": f"{session.steps_per_second:.0f}",
+                                           "return": f"{np.mean(state.recent_returns):+.1f}" if state.recent_returns else "-"})
+            collected = [p for p in collection_points(config) if before < p <= step]
+            if collected:
+                counters["collected"] = sorted(set(counters["collected"]) | {step})
+                path = make_checkpoint(permanent=True)
+            elif session.crossed(config.checkpoint_every, before, step):
+                path = make_checkpoint()
+        if path is None or not path.endswith(checkpoint_name(step) + ".pt"):
+            path = make_checkpoint()
+    env.close()
+    session.close()
+    return report_end(stop, step, path, run_dir)
+
+
+def evaluate_against_builtin(agent: ActorCritic, config, seed: int) -> dict:
+    """Greedy play of the current policy on the right paddle against the built-in AI, in the
+    observation profile the agent trains on."""
+    from pongrl.agent import PolicyAgent
+    from pongrl.evaluate import evaluate_agent, summarize
+
+    player = PolicyAgent(agent, obs_profile(config))
+    return summarize(evaluate_agent(player, config.eval_episodes, seed, config.eval_epsilon))

@@ -1,0 +1,137 @@
+"""PPO: GAE and the clipped losses by hand, the seed-compatible network, and the CLI end to end."""
+import csv
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from pongrl.agent import PolicyAgent, load_agent
+from pongrl.algos.ppo import compute_gae, learning_rate_at, ppo_losses
+from pongrl.cli import main
+from pongrl.nets import ActorCritic, is_shared_torso
+
+
+def test_gae_matches_a_hand_computation_with_a_terminal_and_a_truncation():
+    gamma, lam = 0.9, 0.5
+    # One env, four steps: step 1 ends the game (terminal), step 3 is a cut game whose reward
+    # already holds gamma * V(cut observation) = 0.9 * 2.0.
+    rewards = torch.tensor([[0.0], [1.0], [0.0], [0.9 * 2.0]])
+    values = torch.tensor([[0.5], [0.4], [0.3], [0.2]])
+    ended = torch.tensor([[False], [True], [False], [True]])
+    next_value = torch.tensor([7.0])  # must not leak into step 3
+    advantages, returns = compute_gae(rewards, values, ended, next_value, gamma, lam)
+    d3 = 1.8 - 0.2
+    d2 = 0.0 + gamma * 0.2 - 0.3
+    d1 = 1.0 - 0.4
+    d0 = 0.0 + gamma * 0.4 - 0.5
+    expected = [d0 + gamma * lam * d1, d1, d2 + gamma * lam * d3, d3]
+    assert advantages[:, 0].tolist() == pytest.approx(expected)
+    assert returns[:, 0].tolist() == pytest.approx([a + v for a, v in zip(expected, [0.5, 0.4, 0.3, 0.2])])
+
+
+def test_gae_bootstraps_the_last_step_from_the_next_value():
+    advantages, _ = compute_gae(torch.tensor([[1.0]]), torch.tensor([[0.5]]), torch.tensor([[False]]),
+                                torch.tensor([2.0]), 0.99, 0.95)
+    assert advantages.item() == pytest.approx(1.0 + 0.99 * 2.0 - 0.5)
+
+
+def test_clipped_losses_on_hand_made_tensors():
+    config = SimpleNamespace(clip_coef=0.2, clip_vloss=True, ent_coef=0.01, vf_coef=0.5)
+    old_logprob = torch.zeros(2)
+    new_logprob = torch.log(torch.tensor([1.5, 0.5]))  # ratios 1.5 and 0.5
+    advantages = torch.tensor([1.0, -1.0])
+    losses = ppo_losses(new_logprob, old_logprob, advantages, torch.tensor([1.0, 0.0]), torch.tensor([0.0, 0.0]),
+                        torch.tensor([2.0, 0.0]), torch.tensor([1.0, 1.0]), config)
+    # ratio 1.5 with A=+1 is clipped to 1.2; ratio 0.5 with A=-1 is clipped to 0.8 -> max(0.5, 0.8)
+    assert losses["policy_loss"].item() == pytest.approx((-1.2 + 0.8) / 2)
+    # value 1.0 (old 0.0) is clipped to 0.2: max((1-2)^2, (0.2-2)^2) = 3.24; second entry 0
+    assert losses["value_loss"].item() == pytest.approx(0.5 * (3.24 + 0.0) / 2)
+    assert losses["clip_fraction"].item() == pytest.approx(1.0)
+    assert losses["loss"].item() == pytest.approx(losses["policy_loss"].item() - 0.01 * 1.0 + 0.5 * losses["value_loss"].item())
+
+
+def test_learning_rate_anneal_is_stretched_by_a_longer_total():
+    config = SimpleNamespace(anneal_lr=True, learning_rate=1.0, total_steps=100)
+    assert learning_rate_at(config, 50) == pytest.approx(0.5)
+    config.total_steps = 200  # a resume asked for 100 more
+    assert learning_rate_at(config, 50) == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_state_dict_has_the_seed_keys_and_shapes(shared):
+    state = ActorCritic(6, share_network=shared).state_dict()
+    shapes = {k: tuple(v.shape) for k, v in state.items()}
+    for torso in ("actor_network", "critic_network"):
+        assert shapes[f"{torso}.0.weight"] == (32, 4, 8, 8)
+        assert shapes[f"{torso}.2.weight"] == (64, 32, 4, 4)
+        assert shapes[f"{torso}.4.weight"] == (64, 64, 3, 3)
+        assert shapes[f"{torso}.7.weight"] == (512, 3136)
+    assert shapes["actor.weight"] == (6, 512) and shapes["critic.weight"] == (1, 512)
+    assert len(shapes) == 20
+    assert is_shared_torso(state) == shared
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_bare_seed_state_dict_loads_with_its_torso_kind_detected(shared, tmp_path):
+    network = ActorCritic(6, share_network=shared)
+    path = tmp_path / "agent.pt"
+    torch.save(network.state_dict(), str(path))  # what the seed's training code writes
+    agent = load_agent(str(path))
+    assert isinstance(agent, PolicyAgent) and agent.obs_profile == "seed"
+    assert agent.network.share_network == shared
+    frames = torch.randint(0, 256, (3, 84, 84, 4), dtype=torch.uint8)
+    with torch.no_grad():
+        assert torch.equal(agent.network(frames)[0], network(frames)[0])
+    if shared:  # the critic still follows the actor after loading
+        assert agent.network.critic_network is agent.network.actor_network
+
+
+def test_a_state_dict_with_wrong_shapes_is_refused(tmp_path, capsys):
+    state = ActorCritic(6).state_dict()
+    state["actor.weight"] = torch.zeros(4, 512)
+    path = tmp_path / "wrong.pt"
+    torch.save(state, str(path))
+    assert main(["eval", str(path), "--episodes", "1"]) == 1
+    assert "do not fit" in capsys.readouterr().err
+
+
+TINY = ["--num-envs", "4", "--num-steps", "32", "--num-minibatches", "2", "--update-epochs", "1",
+        "--log-every", "128", "--checkpoint-every", "128", "--eval-every", "0", "--num-checkpoints", "2",
+        "--torch-threads", "1"]
+
+
+def rows(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv")) as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_selfplay_trains_resumes_exports_and_evaluates(tmp_path, capsys):
+    run_dir = str(tmp_path / "selfplay")
+    assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY]) == 0
+    assert [int(r["env_step"]) for r in rows(run_dir)] == [128, 256]
+    names = sorted(os.listdir(os.path.join(run_dir, "checkpoints")))
+    assert "step_000000000128.pt" in names and "step_000000000256.pt" in names  # the collected ones
+    assert main(["resume", run_dir, "--extra-steps", "128"]) == 0
+    metrics = rows(run_dir)
+    assert [int(r["env_step"]) for r in metrics] == [128, 256, 384]
+    # the anneal continues from where it was, stretched to the new total (not restarted from full)
+    assert float(metrics[-1]["learning_rate"]) == pytest.approx(2.5e-4 * (1 - 256 / 384), rel=1e-4)
+    exported = str(tmp_path / "agent.pt")
+    assert main(["export", run_dir, "--out", exported]) == 0
+    state = torch.load(exported, weights_only=True)
+    seed_agent = ActorCritic(6, share_network=True)
+    seed_agent.load_state_dict(state)  # the seed's Agent.load does exactly this
+    assert main(["export", run_dir, "--out", exported]) == 1, "an existing file is not overwritten"
+    capsys.readouterr()
+    assert main(["eval", exported, "--episodes", "1", "--json"]) == 0
+    assert '"games": 1' in capsys.readouterr().out
+
+
+def test_ppo_against_the_builtin_ai_trains(tmp_path):
+    run_dir = str(tmp_path / "ppo")
+    assert main(["train", "ppo", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0
+    (row,) = rows(run_dir)
+    assert int(row["env_step"]) == 128 and row["policy_loss"] != ""
+    payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
+    assert payload["obs_profile"] == "standard" and payload["algo"] == "ppo"
