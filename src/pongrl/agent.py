@@ -94,7 +94,7 @@ def load_agent(path: str) -> Agent:
             _load_weights(network, state["q_network"], path)
             return QAgent(network, name=path, env_step=step)
         if algo in ("ppo", "selfplay"):
-            network = ActorCritic(NUM_ACTIONS, share_network=bool(state["share_network"]))
+            network = ActorCritic(NUM_ACTIONS, share_network=bool(payload["config"]["share_network"]))
             _load_weights(network, state["agent"], path)
             return PolicyAgent(network.eval(), payload["obs_profile"], name=path, env_step=step)
     except (KeyError, TypeError):

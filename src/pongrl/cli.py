@@ -210,7 +210,7 @@ def cmd_export(args) -> int:
     data = io.BytesIO()
     torch.save(payload["state"]["agent"], data)
     atomic_write_bytes(args.out, data.getvalue())
-    print(f"{args.out}: seed-format state_dict ({'shared' if payload['state']['share_network'] else 'separate'} torsos, "
+    print(f"{args.out}: seed-format state_dict ({'shared' if payload['config']['share_network'] else 'separate'} torsos, "
           f"step {payload['env_step']}, observation profile {payload['obs_profile']})")
     return 0
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import deque
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -28,7 +26,8 @@ from pongrl.evaluate import evaluate_agent, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer
 from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
-from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
+from pongrl.learner import LearnerState
+from pongrl.seeding import derived_seed
 
 METRIC_COLUMNS = [
     "env_step", "wall_seconds", "episodes", "average_return", "average_length", "loss", "q_mean",
@@ -77,46 +76,25 @@ def make_adam(parameters, learning_rate: float, eps: float) -> torch.optim.Adam:
         return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, foreach=True)
 
 
-class DQNState:
-    """Everything a DQN run must carry across a stop: networks, optimizer, replay, counters, RNGs."""
+class DQNState(LearnerState):
+    """Everything a DQN run carries across a stop; the replay buffer is saved beside the checkpoint."""
 
     def __init__(self, config, device: torch.device):
-        self.config = config
-        self.rng = seed_everything(config.seed)
+        super().__init__(config, RECENT_EPISODES, grad_steps=0, last_target_update=0, train_credit=0)
         self.q_network = QNetwork(NUM_ACTIONS).to(device, memory_format=torch.channels_last)
         self.target_network = QNetwork(NUM_ACTIONS).to(device, memory_format=torch.channels_last)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
         self.buffer = FrameReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma)
-        self.counters = dict(env_step=0, grad_steps=0, episodes=0, last_target_update=0, train_credit=0,
-                             wall_seconds=0.0, resumes=0, env_seed=0)
-        self.recent_returns: deque = deque(maxlen=RECENT_EPISODES)
-        self.recent_lengths: deque = deque(maxlen=RECENT_EPISODES)
 
-    def payload(self) -> dict:
-        """The checkpoint contents (the replay buffer is saved beside it, see `make_checkpoint`)."""
-        return {
-            "algo": "dqn", "obs_profile": QAgent.obs_profile, "env_step": self.counters["env_step"],
-            "config": config_module.to_dict(self.config),
-            "state": {"q_network": self.q_network.state_dict(), "target_network": self.target_network.state_dict(),
-                      "optimizer": self.optimizer.state_dict()},
-            "counters": dict(self.counters), "recent_returns": list(self.recent_returns),
-            "recent_lengths": list(self.recent_lengths), "rng": capture_rng(self.rng),
-            "torch_version": str(torch.__version__),
-        }
+    def modules(self) -> dict:
+        return {"q_network": self.q_network, "target_network": self.target_network, "optimizer": self.optimizer}
+
+    def obs_profile(self) -> str:
+        return QAgent.obs_profile
 
     def restore(self, payload: dict) -> None:
-        config_module.check_same_experiment(payload, self.config)
-        try:
-            self.q_network.load_state_dict(payload["state"]["q_network"])
-            self.target_network.load_state_dict(payload["state"]["target_network"])
-            self.optimizer.load_state_dict(payload["state"]["optimizer"])
-            self.counters.update(payload["counters"])
-            self.recent_returns.extend(payload["recent_returns"])
-            self.recent_lengths.extend(payload["recent_lengths"])
-            restore_rng(payload["rng"], self.rng)
-        except (KeyError, RuntimeError, ValueError, TypeError) as error:
-            raise PongrlError(f"{payload.get('path')}: incomplete DQN checkpoint ({str(error)[:100]})") from None
+        super().restore(payload)
         replay_file = payload.get("replay_buffer")
         if replay_file:
             replay_path = os.path.join(os.path.dirname(payload["path"]), replay_file)

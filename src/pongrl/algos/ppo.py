@@ -16,8 +16,6 @@ Differences from CleanRL, on purpose:
 from __future__ import annotations
 
 import os
-from collections import deque
-
 import numpy as np
 import torch
 
@@ -26,7 +24,8 @@ from pongrl.checkpoint import checkpoint_name, load_checkpoint, save_checkpoint
 from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic
 from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
-from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
+from pongrl.learner import LearnerState
+from pongrl.seeding import derived_seed
 
 NUM_ACTIONS = 6
 RECENT_EPISODES = 20
@@ -143,44 +142,19 @@ def obs_profile(config) -> str:
 
 
 # ---- the learner ---------------------------------------------------------------------------------
-class PPOState:
+class PPOState(LearnerState):
     """Everything a PPO run carries across a stop: the network, optimizer moments, counters, RNGs."""
 
     def __init__(self, config, device: torch.device):
-        self.config = config
-        self.rng = seed_everything(config.seed)
+        super().__init__(config, RECENT_EPISODES, updates=0, collected=[])
         self.agent = ActorCritic(NUM_ACTIONS, config.share_network).to(device)
         self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=config.learning_rate, eps=config.adam_eps)
-        self.generator = torch.Generator().manual_seed(config.seed)
-        self.counters = dict(env_step=0, updates=0, episodes=0, wall_seconds=0.0, resumes=0, env_seed=0,
-                             collected=[])
-        self.recent_returns: deque = deque(maxlen=RECENT_EPISODES)
-        self.recent_lengths: deque = deque(maxlen=RECENT_EPISODES)
 
-    def payload(self) -> dict:
-        return {
-            "algo": self.config.algo, "obs_profile": obs_profile(self.config), "env_step": self.counters["env_step"],
-            "config": config_module.to_dict(self.config),
-            "state": {"agent": self.agent.state_dict(), "optimizer": self.optimizer.state_dict(),
-                      "share_network": self.config.share_network},
-            "counters": dict(self.counters), "recent_returns": list(self.recent_returns),
-            "recent_lengths": list(self.recent_lengths),
-            "rng": {**capture_rng(self.rng), "update_generator": self.generator.get_state()},
-            "torch_version": str(torch.__version__),
-        }
+    def modules(self) -> dict:
+        return {"agent": self.agent, "optimizer": self.optimizer}
 
-    def restore(self, payload: dict) -> None:
-        config_module.check_same_experiment(payload, self.config)
-        try:
-            self.agent.load_state_dict(payload["state"]["agent"])
-            self.optimizer.load_state_dict(payload["state"]["optimizer"])
-            self.counters.update(payload["counters"])
-            self.recent_returns.extend(payload["recent_returns"])
-            self.recent_lengths.extend(payload["recent_lengths"])
-            restore_rng(payload["rng"], self.rng)
-            self.generator.set_state(payload["rng"]["update_generator"])
-        except (KeyError, RuntimeError, ValueError, TypeError) as error:
-            raise PongrlError(f"{payload.get('path')}: incomplete PPO checkpoint ({str(error)[:100]})") from None
+    def obs_profile(self) -> str:
+        return obs_profile(self.config)
 
 
 def collection_points(config) -> list[int]:
@@ -292,7 +266,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                      "logprobs": logprobs.reshape(-1).to(device), "advantages": advantages.reshape(-1).to(device),
                      "returns": returns.reshape(-1).to(device), "values": values.reshape(-1).to(device)}
             update_started = session.stopwatch.seconds()
-            update_stats = ppo_update(agent, optimizer, batch, config, state.generator)
+            update_stats = ppo_update(agent, optimizer, batch, config, state.torch_generator)
             update_seconds += session.stopwatch.seconds() - update_started
             counters["updates"] += 1
 

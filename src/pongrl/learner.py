@@ -1,0 +1,60 @@
+"""What every learner carries across a stop, saved and restored in one place.
+
+A learner's state is its modules (networks, optimizer: anything with state_dict/load_state_dict),
+its counters (steps, episodes, wall seconds, resumes, emulator seed, and its own), the last games'
+returns and lengths, and every RNG: python, numpy (global and the learner's generator), torch (global
+and the generator that shuffles minibatches).
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import torch
+
+from pongrl import config as config_module
+from pongrl.errors import PongrlError
+from pongrl.seeding import capture_rng, restore_rng, seed_everything
+
+
+class LearnerState:
+    algo_name = "learner"
+
+    def __init__(self, config, recent_episodes: int, **counters):
+        self.config = config
+        self.rng = seed_everything(config.seed)
+        self.torch_generator = torch.Generator().manual_seed(config.seed)
+        self.counters = dict(env_step=0, episodes=0, wall_seconds=0.0, resumes=0, env_seed=0, **counters)
+        self.recent_returns: deque = deque(maxlen=recent_episodes)
+        self.recent_lengths: deque = deque(maxlen=recent_episodes)
+
+    def modules(self) -> dict:
+        """Name -> object with state_dict()/load_state_dict(), saved under payload["state"]."""
+        raise NotImplementedError
+
+    def obs_profile(self) -> str:
+        raise NotImplementedError
+
+    def payload(self) -> dict:
+        return {
+            "algo": self.config.algo, "obs_profile": self.obs_profile(), "env_step": self.counters["env_step"],
+            "config": config_module.to_dict(self.config),
+            "state": {name: module.state_dict() for name, module in self.modules().items()},
+            "counters": dict(self.counters), "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths),
+            "rng": {**capture_rng(self.rng), "torch_generator": self.torch_generator.get_state()},
+            "torch_version": str(torch.__version__),
+        }
+
+    def restore(self, payload: dict) -> None:
+        config_module.check_same_experiment(payload, self.config)
+        try:
+            for name, module in self.modules().items():
+                module.load_state_dict(payload["state"][name])
+            self.counters.update(payload["counters"])
+            self.recent_returns.extend(payload["recent_returns"])
+            self.recent_lengths.extend(payload["recent_lengths"])
+            restore_rng(payload["rng"], self.rng)
+            if "torch_generator" in payload["rng"]:  # absent in the first DQN checkpoints, which did not use it
+                self.torch_generator.set_state(payload["rng"]["torch_generator"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as error:
+            raise PongrlError(f"{payload.get('path')}: incomplete {self.config.algo} checkpoint ({str(error)[:100]})") from None
