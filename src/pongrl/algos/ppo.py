@@ -28,6 +28,7 @@ from pongrl.learner import LearnerState
 from pongrl.seeding import derived_seed
 
 NUM_ACTIONS = 6
+PLAYERS = ("first_0", "second_0")
 RECENT_EPISODES = 20
 METRIC_COLUMNS = [
     "env_step", "wall_seconds", "episodes", "average_return", "average_length", "points_won", "points_lost",
@@ -216,8 +217,11 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         counters["episodes"] += len(finished)
         state.recent_returns.extend(float(s) for s in scores)
         state.recent_lengths.extend(int(length) for length in lengths)
-        for score, length in zip(scores, lengths):
-            session.board.scalars({"charts/episodic_return": float(score), "charts/episodic_length": int(length)}, step)
+        for index, score, length in zip(finished, scores, lengths):
+            # In self-play entry 2g is first_0 (right paddle) and 2g + 1 second_0: log each player apart.
+            player = f"/{PLAYERS[index % 2]}" if config.algo == "selfplay" else ""
+            session.board.scalars({f"charts/episodic_return{player}": float(score),
+                                   f"charts/episodic_length{player}": int(length)}, step)
 
     session = TrainingSession(run_dir, config, METRIC_COLUMNS, step, step if resume_from else None,
                               counters["wall_seconds"], config.algo)
