@@ -58,3 +58,21 @@ class LearnerState:
                 self.torch_generator.set_state(payload["rng"]["torch_generator"])
         except (KeyError, RuntimeError, ValueError, TypeError) as error:
             raise PongrlError(f"{payload.get('path')}: incomplete {self.config.algo} checkpoint ({str(error)[:100]})") from None
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise PongrlError("--device cuda: no CUDA device is available")
+    return torch.device(name)
+
+
+def make_adam(parameters, learning_rate: float, eps: float) -> torch.optim.Adam:
+    """Adam with the fused kernel where torch has one for this device: on these CPUs it takes ~1 ms
+    per step against ~8.5 ms for torch's default per-tensor loop (docs/benchmarks.md)."""
+    parameters = list(parameters)
+    try:
+        return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, foreach=True)

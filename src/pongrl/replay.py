@@ -17,8 +17,6 @@ is exactly what the emulator showed the agent (the env zero-fills the stack at r
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from pongrl.errors import PongrlError

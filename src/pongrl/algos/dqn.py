@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import sys
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pongrl import config as config_module
 from pongrl.agent import QAgent
 from pongrl.checkpoint import checkpoint_name, load_checkpoint, save_checkpoint
 from pongrl.envs import NUM_ACTIONS, make_vector_env
@@ -25,8 +25,8 @@ from pongrl.errors import PongrlError
 from pongrl.evaluate import evaluate_agent, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer
+from pongrl.learner import LearnerState, make_adam, pick_device
 from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
-from pongrl.learner import LearnerState
 from pongrl.seeding import derived_seed
 
 METRIC_COLUMNS = [
@@ -56,24 +56,6 @@ def td_loss(q_taken, targets, kind: str):
 def _to_device(frames: np.ndarray, device: torch.device) -> torch.Tensor:
     # channels_last runs the convolutions ~25% faster on CPU (measured, see docs/benchmarks.md)
     return torch.from_numpy(frames).to(device).contiguous(memory_format=torch.channels_last)
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise PongrlError("--device cuda: no CUDA device is available")
-    return torch.device(name)
-
-
-def make_adam(parameters, learning_rate: float, eps: float) -> torch.optim.Adam:
-    """Adam with the fused kernel where torch has one for this device: on these CPUs it takes ~1 ms
-    per step against ~8.5 ms for torch's default per-tensor loop (docs/benchmarks.md)."""
-    parameters = list(parameters)
-    try:
-        return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, fused=True)
-    except (RuntimeError, TypeError):
-        return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, foreach=True)
 
 
 class DQNState(LearnerState):

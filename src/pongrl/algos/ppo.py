@@ -15,16 +15,15 @@ Differences from CleanRL, on purpose:
 """
 from __future__ import annotations
 
-import os
+
 import numpy as np
 import torch
 
-from pongrl import config as config_module
 from pongrl.checkpoint import checkpoint_name, load_checkpoint, save_checkpoint
 from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic
+from pongrl.learner import LearnerState, make_adam, pick_device
 from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
-from pongrl.learner import LearnerState
 from pongrl.seeding import derived_seed
 
 NUM_ACTIONS = 6
@@ -149,7 +148,7 @@ class PPOState(LearnerState):
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, updates=0, collected=[])
         self.agent = ActorCritic(NUM_ACTIONS, config.share_network).to(device)
-        self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        self.optimizer = make_adam(self.agent.parameters(), config.learning_rate, config.adam_eps)
 
     def modules(self) -> dict:
         return {"agent": self.agent, "optimizer": self.optimizer}
@@ -166,15 +165,14 @@ def collection_points(config) -> list[int]:
 
 def train(config, run_dir: str, resume_from: str | None = None) -> int:
     """Train (or continue) a PPO run; returns the process exit code."""
-    device = torch.device("cuda" if config.device == "auto" and torch.cuda.is_available() else
-                          "cpu" if config.device == "auto" else config.device)
+    device = pick_device(config.device)
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
     state = PPOState(config, device)
     if resume_from is not None:
         state.restore(load_checkpoint(resume_from))
         state.counters["resumes"] += 1  # games in progress at the checkpoint end there; new ones start
-    agent, optimizer, counters, rng = state.agent, state.optimizer, state.counters, state.rng
+    agent, optimizer, counters = state.agent, state.optimizer, state.counters
     step = counters["env_step"]
     if step >= config.total_steps:
         raise PongrlError(f"the run is already at step {step}, at or past --total-steps {config.total_steps}")
