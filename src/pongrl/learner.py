@@ -12,8 +12,9 @@ from collections import deque
 import torch
 
 from pongrl import config as config_module
+from pongrl.checkpoint import load_checkpoint
 from pongrl.errors import PongrlError
-from pongrl.seeding import capture_rng, restore_rng, seed_everything
+from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
 
 
 class LearnerState:
@@ -33,6 +34,9 @@ class LearnerState:
 
     def obs_profile(self) -> str:
         raise NotImplementedError
+
+    def on_resume(self) -> None:
+        """Called once a restored run is about to continue (the emulators start new games)."""
 
     def payload(self) -> dict:
         return {
@@ -76,3 +80,22 @@ def make_adam(parameters, learning_rate: float, eps: float) -> torch.optim.Adam:
         return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, fused=True)
     except (RuntimeError, TypeError):
         return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, foreach=True)
+
+
+def start_learner(state_class, config, resume_from: str | None):
+    """A learner's state, fresh or restored from `resume_from`, with this session's emulator seed
+    (derived from the run seed and the resume count, so every session plays new games). Returns
+    (state, device)."""
+    device = pick_device(config.device)
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    state = state_class(config, device)
+    if resume_from is not None:
+        state.restore(load_checkpoint(resume_from))
+        state.counters["resumes"] += 1
+        state.on_resume()
+    step = state.counters["env_step"]
+    if step >= config.total_steps:
+        raise PongrlError(f"the run is already at step {step}, at or past --total-steps {config.total_steps}")
+    state.counters["env_seed"] = derived_seed(config.seed, state.counters["resumes"], step)
+    return state, device

@@ -19,13 +19,12 @@ import torch
 import torch.nn.functional as F
 
 from pongrl.agent import QAgent
-from pongrl.checkpoint import checkpoint_name, load_checkpoint, save_checkpoint
+from pongrl.checkpoint import checkpoint_name, save_checkpoint
 from pongrl.envs import NUM_ACTIONS, make_vector_env
-from pongrl.errors import PongrlError
 from pongrl.evaluate import evaluate_agent, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer
-from pongrl.learner import LearnerState, make_adam, pick_device
+from pongrl.learner import LearnerState, make_adam, start_learner
 from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
 from pongrl.seeding import derived_seed
 
@@ -75,6 +74,11 @@ class DQNState(LearnerState):
     def obs_profile(self) -> str:
         return QAgent.obs_profile
 
+    def on_resume(self) -> None:
+        # The emulators cannot be restored mid-game, so games open at the checkpoint end there
+        # (a truncation for the learner) and fresh games start.
+        self.buffer.close_episodes()
+
     def restore(self, payload: dict) -> None:
         super().restore(payload)
         replay_file = payload.get("replay_buffer")
@@ -89,25 +93,11 @@ class DQNState(LearnerState):
 
 def train(config, run_dir: str, resume_from: str | None = None) -> int:
     """Train (or continue) a DQN run; returns the process exit code."""
-    device = pick_device(config.device)
-    if config.torch_threads:
-        torch.set_num_threads(config.torch_threads)
-    state = DQNState(config, device)
-    if resume_from is not None:
-        state.restore(load_checkpoint(resume_from))
-        # The emulators cannot be restored mid-game, so games open at the checkpoint end there
-        # (a truncation for the learner) and fresh games start.
-        state.buffer.close_episodes()
-        state.counters["resumes"] += 1
+    state, device = start_learner(DQNState, config, resume_from)
     q_network, target_network, optimizer = state.q_network, state.target_network, state.optimizer
     buffer, counters, rng = state.buffer, state.counters, state.rng
     recent_returns, recent_lengths = state.recent_returns, state.recent_lengths
     env_step = counters["env_step"]
-    if env_step >= config.total_steps:
-        raise PongrlError(f"the run is already at step {env_step}, at or past --total-steps {config.total_steps}")
-
-    # Emulator seeds are derived from the run seed and the resume count, and recorded in counters.
-    counters["env_seed"] = derived_seed(config.seed, counters["resumes"], env_step)
     env, obs = make_vector_env(config.num_envs, counters["env_seed"])
     running_return = np.zeros(config.num_envs)
     running_length = np.zeros(config.num_envs, np.int64)

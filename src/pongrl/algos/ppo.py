@@ -19,10 +19,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pongrl.checkpoint import checkpoint_name, load_checkpoint, save_checkpoint
-from pongrl.errors import PongrlError
+from pongrl.checkpoint import checkpoint_name, save_checkpoint
 from pongrl.nets import ActorCritic
-from pongrl.learner import LearnerState, make_adam, pick_device
+from pongrl.learner import LearnerState, make_adam, start_learner
 from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
 from pongrl.seeding import derived_seed
 
@@ -165,18 +164,9 @@ def collection_points(config) -> list[int]:
 
 def train(config, run_dir: str, resume_from: str | None = None) -> int:
     """Train (or continue) a PPO run; returns the process exit code."""
-    device = pick_device(config.device)
-    if config.torch_threads:
-        torch.set_num_threads(config.torch_threads)
-    state = PPOState(config, device)
-    if resume_from is not None:
-        state.restore(load_checkpoint(resume_from))
-        state.counters["resumes"] += 1  # games in progress at the checkpoint end there; new ones start
+    state, device = start_learner(PPOState, config, resume_from)
     agent, optimizer, counters = state.agent, state.optimizer, state.counters
     step = counters["env_step"]
-    if step >= config.total_steps:
-        raise PongrlError(f"the run is already at step {step}, at or past --total-steps {config.total_steps}")
-    counters["env_seed"] = derived_seed(config.seed, counters["resumes"], step)
     env = make_env(config, counters["env_seed"])
     n, horizon = config.num_envs, config.num_steps
 
