@@ -251,7 +251,8 @@ class TrainingSession:
         self.metrics.write(row)
         self.board.scalars({**scalars, "charts/SPS": self.steps_per_second}, step)
         if not self.progress.interactive:
-            shown = [f"step {step}"] + [f"{key} {_format(value)}" for key, value in row.items()
+            shown = [f"step {step}"] + [f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
+                                        for key, value in row.items()
                                         if key not in ("env_step", "wall_seconds") and value is not None]
             self.progress.log(" | ".join(shown))
         return row
