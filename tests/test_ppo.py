@@ -110,6 +110,7 @@ def test_selfplay_trains_resumes_exports_and_evaluates(tmp_path, capsys):
     run_dir = str(tmp_path / "selfplay")
     assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY]) == 0
     assert [int(r["env_step"]) for r in rows(run_dir)] == [128, 256]
+    assert set(rows(run_dir)[0]) >= {"return_first_0", "return_second_0", "points_won", "serve_penalties"}
     names = sorted(os.listdir(os.path.join(run_dir, "checkpoints")))
     assert "step_000000000128.pt" in names and "step_000000000256.pt" in names  # the collected ones
     assert main(["resume", run_dir, "--extra-steps", "128"]) == 0

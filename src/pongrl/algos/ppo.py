@@ -15,6 +15,7 @@ Differences from CleanRL, on purpose:
 """
 from __future__ import annotations
 
+from collections import deque
 
 import numpy as np
 import torch
@@ -32,6 +33,7 @@ METRIC_COLUMNS = [
     "env_step", "wall_seconds", "episodes", "average_return", "average_length", "points_won", "points_lost",
     "serve_penalties", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
     "learning_rate", "steps_per_second", "update_seconds", "eval_mean_return", "eval_std_return",
+    "return_first_0", "return_second_0",
 ]
 
 
@@ -182,6 +184,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     running_return = np.zeros(n)
     running_length = np.zeros(n, np.int64)
     points = {"won": 0, "lost": 0, "serve_penalties": 0}
+    recent_by_player = (deque(maxlen=RECENT_EPISODES), deque(maxlen=RECENT_EPISODES))
+
     def track_episodes(reward: np.ndarray, episode_end: np.ndarray, info: dict) -> None:
         """Count points and finished games. The two-player env reports each game's true score in
         info["episode"] (its rewards also carry serve penalties); against the built-in AI the reward
@@ -204,6 +208,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             running_return[finished], running_length[finished] = 0, 0
         counters["episodes"] += len(finished)
         state.recent_returns.extend(float(s) for s in scores)
+        for index, score in zip(finished, scores):
+            recent_by_player[index % 2].append(float(score))
         state.recent_lengths.extend(int(length) for length in lengths)
         for index, score, length in zip(finished, scores, lengths):
             # In self-play entry 2g is first_0 (right paddle) and 2g + 1 second_0: log each player apart.
@@ -270,6 +276,9 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 row = {"episodes": counters["episodes"],
                        "average_return": float(np.mean(state.recent_returns)) if state.recent_returns else None,
                        "average_length": float(np.mean(state.recent_lengths)) if state.recent_lengths else None,
+                       # self-play: each paddle's mean score over its last games (zero-sum, so they mirror)
+                       **({f"return_{name}": float(np.mean(recent)) if recent else None
+                           for name, recent in zip(PLAYERS, recent_by_player)} if config.algo == "selfplay" else {}),
                        "points_won": points["won"], "points_lost": points["lost"],
                        "serve_penalties": points["serve_penalties"], "learning_rate": learning_rate,
                        "update_seconds": update_seconds,
