@@ -136,3 +136,10 @@ def test_ppo_against_the_builtin_ai_trains(tmp_path):
     assert int(row["env_step"]) == 128 and row["policy_loss"] != ""
     payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
     assert payload["obs_profile"] == "standard" and payload["algo"] == "ppo"
+
+
+def test_ppo_with_the_seed_observation_profile_trains(tmp_path):
+    run_dir = str(tmp_path / "ppo-seed")
+    assert main(["train", "ppo", "--obs", "seed", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0
+    payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
+    assert payload["obs_profile"] == "seed"

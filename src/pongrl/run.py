@@ -257,6 +257,11 @@ class TrainingSession:
             self.progress.log(" | ".join(shown))
         return row
 
+    def show_progress(self, step: int, recent_returns, **extra) -> None:
+        """Move the bar: steps/s of the last log interval, mean of the recent games, anything else."""
+        returns = f"{sum(recent_returns) / len(recent_returns):+.1f}" if recent_returns else "-"
+        self.progress.update(step, {"sps": f"{self.steps_per_second:.0f}", "return": returns, **extra})
+
     def close(self) -> None:
         self.progress.close()
         self.metrics.close()

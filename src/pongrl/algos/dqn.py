@@ -183,9 +183,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 session.log(env_step, row, {"charts/average_return": row["average_return"], "losses/td_loss": row["loss"],
                                             "losses/q_values": row["q_mean"], "charts/epsilon": epsilon})
                 losses, q_means, pending_eval = [], [], None
-            session.progress.update(env_step, {"sps": f"{session.steps_per_second:.0f}",
-                                               "return": f"{np.mean(recent_returns):+.1f}" if recent_returns else "-",
-                                               "eps": f"{epsilon:.2f}"})
+            session.show_progress(env_step, recent_returns, eps=f"{epsilon:.2f}")
             if session.crossed(config.checkpoint_every, before, env_step):
                 path = make_checkpoint()
         if path is None or not path.endswith(checkpoint_name(env_step) + ".pt"):

@@ -128,12 +128,10 @@ def make_env(config, seed: int):
         if config.env == "reference":
             return two_player.ReferenceSelfPlayEnv(games, seed, max_cycles=config.max_cycles)
         return two_player.FastSelfPlayEnv(games, seed, max_cycles=config.max_cycles)
-    if config.obs == "seed":
-        from pongrl.envs.two_player import SeedProfileVectorEnv
+    from pongrl.envs.single import ChannelLastVectorEnv, GameVectorEnv
 
-        return SeedProfileVectorEnv(config.num_envs, seed)
-    from pongrl.envs.single import ChannelLastVectorEnv
-
+    if config.obs == "seed":  # the C++ vector env has no blue channel: one Python emulator loop per game
+        return GameVectorEnv(config.num_envs, seed, profile="seed")
     return ChannelLastVectorEnv(config.num_envs, seed)
 
 
@@ -293,8 +291,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 session.log(step, row, scalars)
                 points = {"won": 0, "lost": 0, "serve_penalties": 0}
                 pending_eval, update_seconds = None, 0.0
-            session.progress.update(step, {"sps": f"{session.steps_per_second:.0f}",
-                                           "return": f"{np.mean(state.recent_returns):+.1f}" if state.recent_returns else "-"})
+            session.show_progress(step, state.recent_returns)
             collected = [p for p in collection_points(config) if before < p <= step]
             if collected:
                 counters["collected"] = sorted(set(counters["collected"]) | {step})
