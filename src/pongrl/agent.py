@@ -13,6 +13,9 @@ from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic, QNetwork, is_shared_torso
 
 NUM_ACTIONS = 6
+# A DQN agent has no policy to sample from; "sampled" play makes it epsilon-greedy with the
+# evaluation epsilon of the Nature DQN paper.
+SAMPLE_EPSILON_Q = 0.05
 
 
 class Agent:
@@ -27,13 +30,21 @@ class Agent:
     def preferences(self, obs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def act(self, obs: np.ndarray, epsilon: float = 0.0, rng: np.random.Generator | None = None) -> np.ndarray:
+    def act(self, obs: np.ndarray, epsilon: float = 0.0, rng: np.random.Generator | None = None,
+            sample: bool = False) -> np.ndarray:
+        """Greedy actions for a batch of observations; `sample` draws from the agent's policy instead
+        (epsilon-greedy with SAMPLE_EPSILON_Q for value-based agents)."""
+        rng = rng or np.random.default_rng()
+        if sample:
+            return self.sample(obs, rng)
         actions = self.preferences(obs).argmax(axis=1)
         if epsilon > 0:
-            rng = rng or np.random.default_rng()
             explore = rng.random(len(actions)) < epsilon
             actions = np.where(explore, rng.integers(0, NUM_ACTIONS, len(actions)), actions)
         return actions
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self.act(obs, SAMPLE_EPSILON_Q, rng)
 
 
 class QAgent(Agent):
@@ -63,6 +74,14 @@ class PolicyAgent(Agent):
             frames = frames.permute(0, 2, 3, 1)
         logits, _ = self.network(frames)
         return logits.numpy()
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        logits = self.preferences(obs).astype(np.float64)
+        probabilities = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
+        # Inverse-CDF draw per row, from the caller's generator so that matches are reproducible.
+        draws = rng.random((len(obs), 1))
+        return np.minimum((probabilities.cumsum(axis=1) < draws).sum(axis=1), NUM_ACTIONS - 1)
 
 
 def _load_weights(network: torch.nn.Module, state_dict, path: str) -> None:

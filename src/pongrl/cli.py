@@ -65,12 +65,20 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict) -> No
         if isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
         elif isinstance(default, int):
-            kind = _int if field.name in ("seed", "learning_starts", "eval_every", "torch_threads") else _positive_int
+            kind = _int if field.name == "seed" or field.name in config_module.NON_NEGATIVE else _positive_int
             parser.add_argument(flag, type=kind, default=None, metavar="N", help=helptext)
         elif isinstance(default, float):
             parser.add_argument(flag, type=_float, default=None, metavar="X", help=helptext)
         else:
             parser.add_argument(flag, type=str, default=None, help=helptext)
+
+
+def _add_match_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--games", type=_positive_int, default=10, help="games to play, sides alternating (default 10)")
+    parser.add_argument("--seed", type=_int, default=0, help="match seed (default 0)")
+    parser.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
+    parser.add_argument("--max-frames", type=_positive_int, default=100_000,
+                        help="raw frames after which a two-agent game is cut and counted a draw (default 100000)")
 
 
 def build_parser() -> Parser:
@@ -110,23 +118,62 @@ def build_parser() -> Parser:
     evaluate.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
     evaluate.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
     evaluate.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    evaluate.add_argument("--opponent", default="builtin",
+                          help="builtin (default), or a CHECKPOINT_OR_RUN to play a duel against instead")
+    evaluate.add_argument("--sample", action="store_true", help="sample actions from the policy instead of greedy")
+
+    duel = commands.add_parser("duel", help="a match between two players (checkpoints, seed state_dicts or builtin)")
+    duel.add_argument("first", metavar="A", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
+    duel.add_argument("second", metavar="B", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
+    _add_match_flags(duel)
+    duel.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+    league = commands.add_parser("league", help="rate a run's checkpoints (and others) by playing them against each other")
+    league.add_argument("inputs", nargs="+", metavar="RUN_OR_CHECKPOINT",
+                        help="run directories (all their checkpoints) and checkpoint or state_dict files")
+    league.add_argument("--games-per-pair", type=_positive_int, default=4, help="games per pair, sides alternating (default 4)")
+    league.add_argument("--include-builtin", action="store_true", help="the built-in AI plays too, as the rating anchor (0)")
+    league.add_argument("--out", help="folder for matches.jsonl, ratings.csv/.md and ratings.png "
+                                      "(default FIRST_RUN/league)")
+    league.add_argument("--schedule", choices=("auto", "all", "neighbours"), default="auto",
+                        help="all pairs, or each checkpoint against its run's neighbours (default auto: all up to 12 players)")
+    league.add_argument("--seed", type=_int, default=0, help="match seed (default 0)")
+    league.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
+    league.add_argument("--max-frames", type=_positive_int, default=100_000,
+                        help="raw frames after which a two-agent game is cut and counted a draw (default 100000)")
+    league.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
+                        help="matches played at once, one process each (default: the number of cores)")
+
+    card = commands.add_parser("card", help="write a Hugging Face model card folder for a run (nothing is uploaded)")
+    card.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
+    card.add_argument("--out", required=True, help="folder to write")
+    card.add_argument("--games", type=_positive_int, default=10, help="evaluation games against the built-in AI (default 10)")
+    card.add_argument("--seed", type=_int, default=0, help="evaluation seed (default 0)")
+    card.add_argument("--video-frames", type=_positive_int, default=7_200,
+                      help="emulator frames of the replay video at most (default 7200, two minutes)")
+    card.add_argument("--force", action="store_true", help="replace --out if it exists")
 
     export = commands.add_parser("export", help="write a PPO agent as the bare state_dict the self-play card's code loads")
     export.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
     export.add_argument("--out", required=True, help="FILE.pt to write")
     export.add_argument("--force", action="store_true", help="overwrite --out if it exists")
 
-    plot = commands.add_parser("plot", help="plot average return and loss of one or more runs")
-    plot.add_argument("runs", nargs="+", metavar="RUN")
+    plot = commands.add_parser("plot", help="plot runs (return and loss) and leagues (ratings and win rates)")
+    plot.add_argument("runs", nargs="+", metavar="RUN_OR_LEAGUE")
     plot.add_argument("--out", help="PNG file (default RUN/plots/curves.png of the first run)")
 
-    video = commands.add_parser("video", help="record the agent playing, in full colour")
+    video = commands.add_parser("video", help="record an agent playing the built-in AI or another agent, in full colour")
     video.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
-    video.add_argument("--out", help="FILE.mp4 or FILE.gif (default RUN/videos/<checkpoint>.mp4)")
-    video.add_argument("--frames", type=_positive_int, default=3_000,
-                       help="emulator frames to record at most, 60 per second (default 3000); stops at game end")
+    video.add_argument("--opponent", default="builtin", help="builtin (default) or a CHECKPOINT_OR_RUN")
+    video.add_argument("--out", help="FILE.mp4 or FILE.gif (default RUN/videos/<checkpoint>[_vs_<opponent>].mp4)")
+    length = video.add_mutually_exclusive_group()
+    length.add_argument("--games", type=_positive_int, default=None, help="whole games to record (default 1)")
+    length.add_argument("--frames", type=_positive_int, default=None,
+                        help="emulator frames to record, 60 per second (stops early when the games end)")
+    video.add_argument("--scale", type=_positive_int, default=2, help="pixel scale of the native 210x160 screen (default 2)")
     video.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
     video.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
+    video.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
     return parser
 
 
@@ -180,6 +227,9 @@ def cmd_eval(args) -> int:
 
     if not 0.0 <= args.epsilon <= 1.0:
         raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
+    if args.opponent.strip().lower() != "builtin" or args.sample:
+        args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, args.episodes, 100_000
+        return cmd_duel(args)
     agent = load_agent(args.checkpoint)
     games = evaluate_agent(agent, args.episodes, args.seed, args.epsilon)
     summary = summarize(games)
@@ -192,6 +242,64 @@ def cmd_eval(args) -> int:
                   f"{game['length']} steps" + ("  (cut by the frame cap)" if game["truncated"] else ""))
         print(f"{agent.name} (step {agent.env_step}): mean score {summary['mean']:+.2f} +- {summary['std']:.2f} "
               f"over {summary['games']} games against the built-in AI")
+    return 0
+
+
+def cmd_duel(args) -> int:
+    from pongrl.arena import load_player, play_match, summarize_match
+
+    first, second = load_player(args.first), load_player(args.second)
+    games = play_match(first, second, args.games, args.seed, args.sample, args.max_frames)
+    summary = summarize_match(games)
+    if args.json:
+        print(json.dumps({"first": first.name, "second": second.name, "first_env_step": first.env_step,
+                          "second_env_step": second.env_step, "seed": args.seed, "sample": args.sample,
+                          **summary, "per_game": games}))
+        return 0
+    for index, game in enumerate(games, 1):
+        print(f"game {index:3d}: {first.name} ({game['first_side']}) {game['first_points']:2d}-{game['second_points']:2d} "
+              f"{second.name}  {game['outcome']}" + ("  (cut by the frame cap)" if game["cut"] else "")
+              + (f"  serve penalties {game['first_serve_penalties']}-{game['second_serve_penalties']}"
+                 if game["first_serve_penalties"] or game["second_serve_penalties"] else ""))
+    low, high = summary["win_rate_95"]
+    print(f"{first.name} vs {second.name}: {summary['wins']} won, {summary['losses']} lost, {summary['draws']} drawn; "
+          f"win rate {summary['win_rate']:.2f} (95% interval {low:.2f}..{high:.2f}, draws count half); "
+          f"mean point difference {summary['mean_point_difference']:+.2f} +- {summary['point_difference_stderr']:.2f} (s.e.); "
+          f"serve penalties {summary['first_serve_penalties']}-{summary['second_serve_penalties']}")
+    return 0
+
+
+def cmd_league(args) -> int:
+    from pongrl import league
+    from pongrl.media import plot_league
+
+    entrants = league.collect_entrants(args.inputs, args.include_builtin)
+    out = args.out
+    if out is None:
+        runs = [spec for spec in args.inputs if os.path.isdir(spec)]
+        if not runs:
+            raise PongrlError("give --out DIR (no run directory among the inputs to put the league in)")
+        out = os.path.join(runs[0], "league")
+    pairs = league.schedule(entrants, args.schedule)
+    records = league.play_league(entrants, pairs, out, args.games_per_pair, args.seed, args.sample, args.max_frames,
+                                 args.workers, show_progress=sys.stderr.isatty())
+    rows = league.ratings_table(entrants, records)
+    csv_path, md_path = league.write_tables(rows, out)
+    png = os.path.join(out, "ratings.png")
+    if any(row["env_step"] != "" for row in rows):
+        plot_league(csv_path, png)
+    with open(md_path) as handle:
+        print(handle.read(), end="")
+    print(f"pongrl: {csv_path}, {md_path}" + (f", {png}" if os.path.exists(png) else ""), file=sys.stderr)
+    return 0
+
+
+def cmd_card(args) -> int:
+    from pongrl.card import write_card
+
+    result = write_card(args.checkpoint, args.out, args.games, args.seed, args.video_frames, args.force)
+    print(f"{result['out']}: model card for step {result['env_step']} (mean score {result['mean_point_difference']:+.2f} "
+          f"over {result['games']} games against the built-in AI); nothing was uploaded")
     return 0
 
 
@@ -218,33 +326,47 @@ def cmd_export(args) -> int:
 def cmd_plot(args) -> int:
     from pongrl.media import plot_runs
 
-    out = args.out or os.path.join(args.runs[0], "plots", "curves.png")
-    plot_runs(args.runs, out)
-    print(out)
+    from pongrl.media import plot_league
+
+    leagues = [d for d in args.runs if os.path.exists(os.path.join(d, "ratings.csv"))]
+    runs = [d for d in args.runs if d not in leagues]
+    outputs = []
+    if runs:
+        out = args.out if args.out and not leagues else os.path.join(runs[0], "plots", "curves.png")
+        plot_runs(runs, out)
+        outputs.append(out)
+    for league_dir in leagues:
+        out = args.out if args.out and not runs and len(leagues) == 1 else os.path.join(league_dir, "ratings.png")
+        plot_league(os.path.join(league_dir, "ratings.csv"), out)
+        outputs.append(out)
+    print("\n".join(outputs))
     return 0
 
 
 def cmd_video(args) -> int:
-    from pongrl.agent import load_agent
-    from pongrl.checkpoint import resolve
+    from pongrl.arena import load_player
     from pongrl.media import record_video
 
     if not 0.0 <= args.epsilon <= 1.0:
         raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
-    checkpoint = resolve(args.checkpoint)
-    agent = load_agent(checkpoint)
+    player, opponent = load_player(args.checkpoint), load_player(args.opponent)
+    if player.is_builtin:
+        raise PongrlError("the first player must be an agent (a checkpoint, run or state_dict)")
     if args.out:
         out = args.out
     else:
-        run_dir = os.path.dirname(os.path.dirname(os.path.abspath(checkpoint)))
-        out = os.path.join(run_dir, "videos", os.path.basename(checkpoint)[:-3] + ".mp4")
-    summary = record_video(agent, out, args.frames, args.seed, args.epsilon)
-    print(f"{out}: {summary['frames']} frames, score {summary['points_won']}-{summary['points_lost']}")
+        run_dir = os.path.dirname(os.path.dirname(os.path.abspath(player.path)))
+        suffix = "" if opponent.is_builtin else "_vs_" + opponent.name.replace("@", "_").replace(os.sep, "_")
+        out = os.path.join(run_dir, "videos", os.path.basename(player.path).rsplit(".", 1)[0] + suffix + ".mp4")
+    games = args.games or (1_000_000 if args.frames else 1)
+    summary = record_video(player, opponent, out, games, args.frames, args.seed, args.sample, args.epsilon, args.scale)
+    scores = ", ".join(f"{g['first_points']}-{g['second_points']}" for g in summary["games"])
+    print(f"{out}: {summary['frames']} frames, {player.name} vs {opponent.name}: {scores}")
     return 0
 
 
-COMMANDS = {"train": cmd_train, "resume": cmd_resume, "eval": cmd_eval, "export": cmd_export, "plot": cmd_plot,
-            "video": cmd_video}
+COMMANDS = {"train": cmd_train, "resume": cmd_resume, "eval": cmd_eval, "duel": cmd_duel, "league": cmd_league,
+            "export": cmd_export, "plot": cmd_plot, "video": cmd_video, "card": cmd_card}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,36 +55,171 @@ def plot_runs(run_dirs: list[str], out: str) -> None:
     plt.close(figure)
 
 
-def record_video(agent, out: str, max_frames: int, seed: int, epsilon: float = 0.0) -> dict:
-    """Play one game (or `max_frames` emulator frames) and write every emulator frame in full colour
-    at native resolution (210x160): MP4 at 60 fps, or GIF at 30 fps (every second frame)."""
-    import imageio.v2 as imageio
+class VideoWriter:
+    """Frames to an MP4 (60 fps, every emulator frame) or a GIF (30 fps, every second frame),
+    written to a temp file and renamed at the end so that a stopped recording leaves nothing half
+    written. Frames are streamed, not held: a whole game is tens of thousands of frames."""
 
-    extension = os.path.splitext(out)[1].lower()
-    if extension not in (".mp4", ".gif"):
-        raise PongrlError(f"{out}: the video file must end in .mp4 or .gif")
-    game = PongGame(seed, profile=agent.obs_profile)
+    def __init__(self, out: str, limit: float = float("inf")):
+        import imageio.v2 as imageio
+
+        self.extension = os.path.splitext(out)[1].lower()
+        if self.extension not in (".mp4", ".gif"):
+            raise PongrlError(f"{out}: the video file must end in .mp4 or .gif")
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        self.out, self.temp = out, out + ".partial" + self.extension
+        if self.extension == ".mp4":
+            self.writer = imageio.get_writer(self.temp, fps=60, macro_block_size=1, codec="libx264", quality=7)
+        else:
+            self.writer = imageio.get_writer(self.temp, mode="I", duration=1000 / 30, loop=0)
+        self.frames = 0
+        self.limit = limit
+
+    @property
+    def full(self) -> bool:
+        return self.frames >= self.limit
+
+    def add(self, frame: np.ndarray) -> None:
+        if self.full:
+            return
+        if self.extension == ".mp4" or self.frames % 2 == 0:
+            self.writer.append_data(frame)
+        self.frames += 1
+
+    def finish(self) -> None:
+        self.writer.close()
+        os.replace(self.temp, self.out)
+
+    def abandon(self) -> None:
+        self.writer.close()
+        if os.path.exists(self.temp):
+            os.unlink(self.temp)
+
+
+def caption_frame(frame: np.ndarray, left: str, right: str, scale: int) -> np.ndarray:
+    """Scale the screen up by `scale` (nearest neighbour, crisp pixels) and put the players' names
+    under it, each below its paddle, so that the game itself (score included) stays uncovered."""
+    import cv2
+
+    screen = np.repeat(np.repeat(frame, scale, axis=0), scale, axis=1) if scale > 1 else frame
+    height = 12 * scale + 4 - (12 * scale) % 2  # even, as H.264 wants
+    strip = np.zeros((height, screen.shape[1], 3), np.uint8)
+    width = screen.shape[1]
+    for text, x_align in ((left, 0), (right, 1)):
+        text = text if len(text) <= 40 else text[:19] + "~" + text[-20:]
+        # As large as the scale allows, but each name within its half of the width.
+        (unit_width, _), _ = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, 1.0, 1)
+        font_scale = min(0.3 * scale, (width / 2 - 6) / max(unit_width, 1))
+        (text_width, _), _ = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, font_scale, 1)
+        x = 3 if x_align == 0 else max(3, width - text_width - 3)
+        cv2.putText(strip, text, (x, height - 3 * scale), cv2.FONT_HERSHEY_SIMPLEX, font_scale, (236, 236, 236), 1, cv2.LINE_AA)
+    return np.concatenate([screen, strip], axis=0)
+
+
+def record_video(first, second, out: str, games: int = 1, max_frames: int | None = None, seed: int = 0,
+                 sample: bool = False, epsilon: float = 0.0, scale: int = 2) -> dict:
+    """Record `games` whole games (or stop at `max_frames` emulator frames) between two arena
+    players (pongrl.arena.Player; `second` may be the built-in AI), in full colour with the score and
+    both names shown. Against the built-in AI the agent plays the right paddle; between two agents
+    the first takes the right paddle in odd-numbered games and the left in even ones."""
+    from pongrl.arena import BUILTIN
+    from pongrl.envs.match import MAX_START_NOOP_FRAMES, RIGHT, LEFT, MatchGame
+
+    if first.is_builtin and second.is_builtin:
+        raise PongrlError("the built-in AI cannot play against itself: name at least one agent")
     rng = np.random.default_rng(seed)
-    stack = game.reset()
-    frames = [game.rgb()]
-    won = lost = 0
-    while len(frames) < max_frames:
-        action = int(agent.act(stack[None], epsilon, rng)[0])
-        stack, reward, terminated, truncated = game.step(action, record_colour=True)
-        frames.extend(game.colour_frames)
-        game.colour_frames.clear()
-        won += reward > 0
-        lost += reward < 0
-        if terminated or truncated:
-            break
-    frames = frames[:max_frames]
+    writer = VideoWriter(out, max_frames or float("inf"))
+    results = []
+    try:
+        for game_index in range(games):
+            if writer.full:
+                break
+            if first.is_builtin or second.is_builtin:
+                agent_player = second if first.is_builtin else first
+                game = PongGame(seed + game_index, profile=agent_player.agent.obs_profile)
+                observation = game.reset()
+                names = ("built-in AI", agent_player.name)  # (left paddle, right paddle)
+                writer.add(caption_frame(game.rgb(), *names, scale))
+                won = lost = 0
+                while not writer.full:
+                    action = int(agent_player.agent.act(observation[None], epsilon, rng, sample)[0])
+                    observation, reward, terminated, truncated = game.step(action, record_colour=True)
+                    for frame in game.colour_frames:
+                        writer.add(caption_frame(frame, *names, scale))
+                    game.colour_frames.clear()
+                    won += reward > 0
+                    lost += reward < 0
+                    if terminated or truncated:
+                        break
+                agent_first = not first.is_builtin
+                results.append({"right": agent_player.name, "left": BUILTIN,
+                                "first_points": int(won if agent_first else lost),
+                                "second_points": int(lost if agent_first else won)})
+                continue
+            first_right = game_index % 2 == 0
+            right, left = (first, second) if first_right else (second, first)
+            game = MatchGame((right.agent.obs_profile, left.agent.obs_profile), record_colour=True)
+            game.reset(int(rng.integers(0, MAX_START_NOOP_FRAMES)))
+            names = (left.name, right.name)
+            for frame in game.colour_frames:
+                writer.add(caption_frame(frame, *names, scale))
+            game.colour_frames.clear()
+            while not game.done and not writer.full:
+                action_right = int(right.agent.act(game.observation(RIGHT)[None], epsilon, rng, sample)[0])
+                action_left = int(left.agent.act(game.observation(LEFT)[None], epsilon, rng, sample)[0])
+                game.step(action_right, action_left)
+                for frame in game.colour_frames:
+                    writer.add(caption_frame(frame, *names, scale))
+                game.colour_frames.clear()
+            mine, theirs = (RIGHT, LEFT) if first_right else (LEFT, RIGHT)
+            results.append({"right": right.name, "left": left.name,
+                            "first_points": game.points[mine], "second_points": game.points[theirs]})
+            game.close()
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.finish()
+    return {"frames": writer.frames, "games": results}
+
+
+def plot_league(ratings_csv: str, out: str) -> None:
+    """A league's ratings against training step, one line per run (95% intervals as bars), and
+    each checkpoint's win rate against the built-in AI where the league played it."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    try:
+        with open(ratings_csv, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as error:
+        raise PongrlError(f"{ratings_csv}: cannot read ({error.strerror})") from None
+    rows = [r for r in rows if r.get("env_step") not in ("", None)]
+    if not rows:
+        raise PongrlError(f"{ratings_csv}: no checkpoints with a training step to plot")
+    figure, (ax_rating, ax_rate) = plt.subplots(1, 2, figsize=(13, 4.5))
+    for run in sorted({r["run"] for r in rows}):
+        members = sorted((r for r in rows if r["run"] == run), key=lambda r: int(r["env_step"]))
+        steps = np.array([int(r["env_step"]) for r in members])
+        rating = np.array([float(r["rating"]) for r in members])
+        low = np.array([float(r["rating_low"]) for r in members])
+        high = np.array([float(r["rating_high"]) for r in members])
+        label = run or "checkpoints"
+        ax_rating.errorbar(steps, rating, yerr=[rating - low, high - rating], fmt="o-", capsize=3, label=label)
+        rate = np.array([_number(r.get("win_rate_vs_builtin")) for r in members])
+        if not np.isnan(rate).all():
+            ax_rate.plot(steps, rate, "o-", label=label)
+    ax_rating.set(xlabel="environment steps", ylabel="rating (Elo scale)", title="League rating")
+    ax_rate.set(xlabel="environment steps", ylabel="win rate (draws count half)", ylim=(-0.05, 1.05),
+                title="Win rate against the built-in AI")
+    for axis in (ax_rating, ax_rate):
+        axis.grid(alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=7)
+    figure.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    temp = out + ".partial" + extension
-    if extension == ".mp4":
-        with imageio.get_writer(temp, fps=60, macro_block_size=1, codec="libx264", quality=7) as writer:
-            for frame in frames:
-                writer.append_data(frame)
-    else:
-        imageio.mimsave(temp, frames[::2], duration=1000 / 30, loop=0)
-    os.replace(temp, out)
-    return {"frames": len(frames), "points_won": int(won), "points_lost": int(lost)}
+    figure.savefig(out, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,176 @@
+"""Matches between any two players: pongrl checkpoints of any algorithm, bare seed-format
+state_dicts, or the game's built-in AI.
+
+- An agent against the built-in AI plays the single-player emulator on the right paddle (the
+  built-in AI's opponent side, where every agent trained), in its own observation profile.
+- Two agents meet on the two-player emulator (pongrl.envs.match); each sees its own profile, the one
+  on the left mirrored. Games come in pairs with the same start and the sides swapped, so neither
+  side's advantage biases a match, and an agent against itself scores exactly zero on average.
+
+Results are always given from the first player's point of view. A game is won by reaching 21
+points; a game cut by the frame cap is a draw, whatever the score when it was cut (its point
+difference still counts in the mean).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from pongrl.agent import Agent, load_agent
+from pongrl.checkpoint import resolve
+from pongrl.envs.match import DEFAULT_MAX_FRAMES, LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
+from pongrl.errors import PongrlError
+from pongrl.evaluate import play_games
+
+BUILTIN = "builtin"
+MAX_PARALLEL_GAMES = 8  # games played in lockstep, so that each agent acts on one batch per step
+
+
+@dataclass
+class Player:
+    """One side of a match. `agent` is None for the built-in AI."""
+
+    name: str
+    agent: Agent | None
+    sha256: str
+    env_step: int = 0
+    path: str = ""
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.agent is None
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def player_name(path: str, env_step: int) -> str:
+    """A short readable name: `<run>@<step>` for a run's checkpoint, else the file name."""
+    directory, file = os.path.split(os.path.abspath(path))
+    if os.path.basename(directory) == "checkpoints":
+        return f"{os.path.basename(os.path.dirname(directory))}@{env_step}"
+    return file
+
+
+def load_player(spec: str) -> Player:
+    """`builtin` (any case), a checkpoint file, a run directory (its latest checkpoint), or a bare
+    seed-format state_dict."""
+    if spec.strip().lower() == BUILTIN:
+        return Player("built-in AI", None, BUILTIN)
+    path = resolve(spec)
+    agent = load_agent(path)
+    return Player(player_name(path, agent.env_step), agent, file_sha256(path), agent.env_step, path)
+
+
+def play_match(first: Player, second: Player, games: int, seed: int, sample: bool = False,
+               max_frames: int = DEFAULT_MAX_FRAMES) -> list[dict]:
+    """Play `games` games; one dict per game, scored for `first`."""
+    if games <= 0:
+        raise PongrlError(f"the number of games must be positive, got {games}")
+    if first.is_builtin and second.is_builtin:
+        raise PongrlError("the built-in AI cannot play against itself: name at least one agent")
+    if first.is_builtin or second.is_builtin:
+        agent_first = not first.is_builtin
+        agent = (first if agent_first else second).agent
+        return [_from_single_player(game, agent_first)
+                for game in play_games(_actor(agent, seed, 1, sample), games, seed, agent.obs_profile)]
+    return _play_agents(first.agent, second.agent, games, seed, sample, max_frames)
+
+
+def _actor(agent: Agent, seed: int, stream: int, sample: bool):
+    rng = np.random.default_rng([seed, stream])
+    return lambda obs: agent.act(obs, rng=rng, sample=sample)
+
+
+def _from_single_player(game: dict, agent_first: bool) -> dict:
+    """A single-player game (agent on the right against the built-in AI), from the first player's side."""
+    agent_points, builtin_points = game["points_won"], game["points_lost"]
+    first_points, second_points = (agent_points, builtin_points) if agent_first else (builtin_points, agent_points)
+    return _game_record("right" if agent_first else "left", first_points, second_points, game["truncated"],
+                        (0, 0), game["length"], start=None)
+
+
+def _game_record(first_side: str, first_points: int, second_points: int, cut: bool, penalties, length: int,
+                 start) -> dict:
+    outcome = "draw" if cut else ("win" if first_points > second_points else "loss")
+    return {"first_side": first_side, "first_points": int(first_points), "second_points": int(second_points),
+            "score": int(first_points - second_points), "outcome": outcome, "cut": bool(cut),
+            "first_serve_penalties": int(penalties[0]), "second_serve_penalties": int(penalties[1]),
+            "length": int(length), "start_noop_frames": start}
+
+
+def _play_agents(first: Agent, second: Agent, games: int, seed: int, sample: bool, max_frames: int) -> list[dict]:
+    """Games 2k and 2k+1 share a start (a number of no-op frames drawn from `seed`); the first
+    player takes the right paddle in even games and the left one in odd games."""
+    starts = np.random.default_rng([seed, 0]).integers(0, MAX_START_NOOP_FRAMES, size=(games + 1) // 2)
+    plan = [(int(starts[g // 2]), g % 2 == 0) for g in range(games)]
+    act = (_actor(first, seed, 1, sample), _actor(second, seed, 2, sample))
+    profiles = (first.obs_profile, second.obs_profile)
+    results = []
+    for wave in range(0, games, MAX_PARALLEL_GAMES):
+        chunk = plan[wave:wave + MAX_PARALLEL_GAMES]
+        # sides[i][p] is the paddle player p holds in game i (p = 0 first, 1 second).
+        sides = [(RIGHT, LEFT) if first_right else (LEFT, RIGHT) for _, first_right in chunk]
+        matches = []
+        for (start, first_right), side in zip(chunk, sides):
+            game = MatchGame((profiles[0], profiles[1]) if first_right else (profiles[1], profiles[0]), max_frames)
+            game.reset(start)
+            matches.append(game)
+        lengths = [0] * len(chunk)
+        try:
+            while True:
+                running = [i for i, game in enumerate(matches) if not game.done]
+                if not running:
+                    break
+                actions = np.zeros((len(matches), 2), np.int64)  # by paddle: RIGHT, LEFT
+                for player in (0, 1):
+                    obs = np.stack([matches[i].observation(sides[i][player]) for i in running])
+                    for i, action in zip(running, act[player](obs)):
+                        actions[i, sides[i][player]] = action
+                for i in running:
+                    matches[i].step(int(actions[i, RIGHT]), int(actions[i, LEFT]))
+                    lengths[i] += 1
+            for i, game in enumerate(matches):
+                mine, theirs = sides[i]
+                results.append(_game_record("right" if mine == RIGHT else "left", game.points[mine], game.points[theirs],
+                                            game.cut, (game.penalties[mine], game.penalties[theirs]), lengths[i],
+                                            chunk[i][0]))
+        finally:
+            for game in matches:
+                game.close()
+    return results
+
+
+def wilson_interval(successes: float, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval for a proportion (draws count as half successes)."""
+    if trials == 0:
+        return (0.0, 1.0)
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def summarize_match(games: list[dict]) -> dict:
+    """Wins, losses, draws, win rate (draws count half) with its 95% interval, mean point difference."""
+    outcomes = [g["outcome"] for g in games]
+    wins, losses, draws = outcomes.count("win"), outcomes.count("loss"), outcomes.count("draw")
+    scores = np.array([g["score"] for g in games], np.float64)
+    low, high = wilson_interval(wins + 0.5 * draws, len(games))
+    return {
+        "games": len(games), "wins": wins, "losses": losses, "draws": draws,
+        "win_rate": (wins + 0.5 * draws) / len(games), "win_rate_95": [low, high],
+        "mean_point_difference": float(scores.mean()),
+        "point_difference_stderr": float(scores.std(ddof=1) / math.sqrt(len(scores))) if len(scores) > 1 else 0.0,
+        "first_serve_penalties": int(sum(g["first_serve_penalties"] for g in games)),
+        "second_serve_penalties": int(sum(g["second_serve_penalties"] for g in games)),
+    }

@@ -1,0 +1,141 @@
+"""A Hugging Face model card folder for a run's checkpoint, ready to upload (nothing is uploaded).
+
+The folder holds README.md (YAML metadata with a model-index of the evaluation against the built-in
+AI, and the command that produced it), the network as a bare state_dict (`model.pt`, for PPO agents
+the format the self-play card's `Agent.load` reads) and as safetensors (`model.safetensors`), the
+run's config, and a replay video. It is built in a temp folder and renamed into place.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+
+import torch
+import yaml
+
+from pongrl.arena import load_player, play_match, summarize_match
+from pongrl.checkpoint import atomic_write_bytes, load_checkpoint, resolve
+from pongrl.errors import PongrlError
+
+ALGO_TAGS = {"dqn": ["dqn", "deep-q-learning"], "ppo": ["ppo"], "selfplay": ["ppo", "self-play", "multi-agent"]}
+NETWORK_KEYS = {"dqn": "q_network", "ppo": "agent", "selfplay": "agent"}
+
+
+def network_state_dict(payload: dict) -> dict:
+    try:
+        return payload["state"][NETWORK_KEYS[payload["algo"]]]
+    except KeyError:
+        raise PongrlError(f"{payload['path']}: the checkpoint lacks its network weights") from None
+
+
+def card_metadata(algo: str, summary: dict, games: int) -> dict:
+    value = f"{summary['mean_point_difference']:.2f} +/- {summary['point_difference_std']:.2f}"
+    return {
+        "library_name": "pongrl",
+        "tags": ["reinforcement-learning", "deep-reinforcement-learning", "atari", "pong", "PongNoFrameskip-v4", "pytorch",
+                 *ALGO_TAGS.get(algo, [])],
+        "model-index": [{
+            "name": f"{algo}-PongNoFrameskip-v4",
+            "results": [{
+                "task": {"type": "reinforcement-learning", "name": "reinforcement-learning"},
+                "dataset": {"type": "PongNoFrameskip-v4", "name": "PongNoFrameskip-v4"},
+                "metrics": [{"type": "mean_reward", "value": value, "name": f"mean score over {games} games vs the built-in AI",
+                             "verified": False}],
+            }],
+        }],
+    }
+
+
+def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, video_frames: int, force: bool) -> dict:
+    from pongrl.media import record_video
+
+    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)) and not force:
+        raise PongrlError(f"{out_dir}: exists and is not empty (use --force to replace it)")
+    checkpoint = resolve(run_or_checkpoint)
+    payload = load_checkpoint(checkpoint)
+    algo, config, step = payload["algo"], payload["config"], int(payload["env_step"])
+    state_dict = network_state_dict(payload)
+    player = load_player(checkpoint)
+    results = play_match(player, load_player("builtin"), games, seed)
+    summary = summarize_match(results)
+    scores = [g["score"] for g in results]
+    summary["point_difference_std"] = float(torch.tensor(scores, dtype=torch.float64).std(unbiased=False))
+
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    os.makedirs(parent, exist_ok=True)
+    temp = tempfile.mkdtemp(prefix=".card-", dir=parent)
+    try:
+        buffer = io.BytesIO()
+        torch.save(state_dict, buffer)
+        atomic_write_bytes(os.path.join(temp, "model.pt"), buffer.getvalue())
+        from safetensors.torch import save_file
+
+        # A shared torso appears under both actor_network.* and critic_network.* (the seed's keys);
+        # safetensors refuses tensors that share memory, so each key gets its own copy.
+        save_file({k: v.detach().clone().contiguous() for k, v in state_dict.items()}, os.path.join(temp, "model.safetensors"),
+                  metadata={"algo": algo, "env_step": str(step), "obs_profile": payload.get("obs_profile", "standard")})
+        with open(os.path.join(temp, "config.yaml"), "w") as handle:
+            yaml.safe_dump(config, handle, sort_keys=False)
+        video = record_video(player, load_player("builtin"), os.path.join(temp, "replay.mp4"), games=1,
+                             max_frames=video_frames, seed=seed)
+        metadata = card_metadata(algo, summary, games)
+        readme = _readme(metadata, algo, config, step, payload.get("obs_profile", "standard"), summary, scores,
+                         games, seed, run_or_checkpoint, video)
+        with open(os.path.join(temp, "README.md"), "w") as handle:
+            handle.write(readme)
+        if os.path.exists(out_dir):
+            shutil.rmtree(out_dir)
+        os.replace(temp, out_dir)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return {"out": out_dir, "env_step": step, **summary}
+
+
+def _readme(metadata, algo, config, step, obs_profile, summary, scores, games, seed, source, video) -> str:
+    kind = {"dqn": "a DQN agent", "ppo": "a PPO agent trained against the built-in AI",
+            "selfplay": "a PPO agent trained in self-play on two-player Pong (PettingZoo pong_v3)"}.get(algo, algo)
+    profile = ("the self-play card's view: blue channel, 84x84, 4 frames channel-last, score rows blanked"
+               if obs_profile == "seed" else "grayscale 84x84, 4 frames stacked channel-first (the DQN protocol)")
+    settings = "\n".join(f"| {key} | {value} |" for key, value in config.items() if key not in ("track", "wandb_project"))
+    load = ("```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)\n"
+            "# the self-play card's Agent(...).load_state_dict(state_dict) reads it as is\n```"
+            if algo in ("ppo", "selfplay") else
+            "```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)  # a Nature-CNN Q-network\n```")
+    first_video = video["games"][0] if video["games"] else {"first_points": 0, "second_points": 0}
+    return f"""---
+{yaml.safe_dump(metadata, sort_keys=False).strip()}
+---
+
+# {algo} on Pong, step {step:,}
+
+This is {kind}, trained with pongrl for {step:,} environment steps
+({"agent steps, two per game step" if algo == "selfplay" else "agent steps of 4 frames"}). It sees {profile}.
+
+## Evaluation against the built-in AI
+
+Mean score {summary['mean_point_difference']:+.2f} +/- {summary['point_difference_std']:.2f} over {games} whole games
+(scores {", ".join(f"{s:+d}" for s in scores)}); won {summary['wins']}, lost {summary['losses']}, drawn {summary['draws']}
+(cut by the frame cap). The agent plays the right paddle, greedy, on the single-player emulator (no sticky actions,
+up to 30 no-ops at the start). Reproduce with:
+
+```
+pongrl eval {source} --episodes {games} --seed {seed}
+```
+
+## Files
+
+- `model.pt`: the network's state_dict (`torch.save(state_dict)`); `model.safetensors`: the same tensors.
+- `config.yaml`: every training setting.
+- `replay.mp4`: one game against the built-in AI ({video['frames']} frames at 60 fps; agent {first_video['first_points']}, built-in AI {first_video['second_points']}).
+
+{load}
+
+## Training settings
+
+| setting | value |
+|---|---|
+{settings}
+"""

@@ -1,0 +1,173 @@
+"""Two-player Pong for matches between two trained agents, each seeing its own observation profile.
+
+The emulator is the one under PettingZoo's `pong_v3` (multi_agent_ale_py, two-player "classic"
+mode): `first_0` moves the right paddle, the built-in AI's opponent side in single-player Pong,
+`second_0` the left one. Every agent was trained on the right paddle, so the player on the left sees
+its observations mirrored left-right (as the self-play card does for `second_0`):
+
+- "standard" (the DQN protocol): ALE grayscale, max over the step's last two frames, 84x84 by area
+  interpolation, 4 frames stacked channel-first (older slots zero after a reset), score visible;
+- "seed" (the self-play card): blue channel of the max over the last two RGB frames, tinyscaler
+  bilinear 84x84, 4 frames stacked channel-last, score rows blanked.
+
+One agent step is 4 raw frames with both players' actions repeated. A game ends at 21 points or is
+cut after `max_frames` raw frames. Per raw frame the emulator rewards a point with +1 to the scorer
+and -1 to the other, and a player who does not serve within 2 seconds with -1 alone (the score does
+not change): points and serve penalties are counted apart.
+
+Two-player Pong ignores the ALE seed (the games are determined by the actions), so variety between
+games comes from a number of no-op frames at the start, drawn by the caller; it stays under the
+2-second serve window so that no player is penalised before it can act.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from pongrl.envs.two_player import (CLASSIC_MODE, FRAME_SIZE, FRAME_SKIP, FRAME_STACK, NUM_ACTIONS,
+                                    SCREEN_HEIGHT, SCREEN_WIDTH, SeedFrameStack, pong_rom_path, seed_frame)
+
+MAX_START_NOOP_FRAMES = 60  # half the serve window: no penalty can fall before the players act
+DEFAULT_MAX_FRAMES = 100_000  # pong_v3's max_cycles
+RIGHT, LEFT = 0, 1
+
+
+class _StandardView:
+    """The DQN protocol's (4, 84, 84) grayscale stack."""
+
+    def __init__(self):
+        self.stack = np.zeros((FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+
+    def reset(self, gray: np.ndarray, rgb: np.ndarray) -> None:
+        self.stack[:] = 0
+        self.stack[-1] = cv2.resize(gray, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
+
+    def push(self, gray: np.ndarray, rgb: np.ndarray) -> None:
+        self.stack[:-1] = self.stack[1:]
+        self.stack[-1] = cv2.resize(gray, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
+
+    def observation(self, mirror: bool) -> np.ndarray:
+        return self.stack[:, :, ::-1] if mirror else self.stack
+
+
+class _SeedView:
+    """The self-play card's (84, 84, 4) blue-channel stack with the score blanked."""
+
+    def __init__(self):
+        self.stack = SeedFrameStack(1)
+
+    def reset(self, gray: np.ndarray, rgb: np.ndarray) -> None:
+        self.stack.reset(0, seed_frame(rgb))
+
+    def push(self, gray: np.ndarray, rgb: np.ndarray) -> None:
+        self.stack.push(0, seed_frame(rgb))
+
+    def observation(self, mirror: bool) -> np.ndarray:
+        return self.stack.observation(0, mirror)
+
+
+VIEWS = {"standard": _StandardView, "seed": _SeedView}
+
+
+class MatchGame:
+    """One two-player game; `profiles` names what the right and the left player see."""
+
+    def __init__(self, profiles: tuple[str, str], max_frames: int = DEFAULT_MAX_FRAMES, record_colour: bool = False):
+        import multi_agent_ale_py
+        from multi_agent_ale_py.ale_python_interface import ale_lib
+        from numpy.ctypeslib import as_ctypes
+
+        multi_agent_ale_py.ALEInterface.setLoggerMode("error")
+        self.ale = multi_agent_ale_py.ALEInterface()
+        self.ale.setFloat(b"repeat_action_probability", 0.0)
+        self.ale.loadROM(pong_rom_path())
+        self.ale.setMode(CLASSIC_MODE)
+        self.lib, self.obj = ale_lib, self.ale.obj  # direct ctypes calls skip the wrapper's allocations
+        self.action_map = self.ale.getMinimalActionSet().astype(np.intc)
+        assert len(self.action_map) == NUM_ACTIONS
+        self.profiles = profiles
+        self.views = {profile: VIEWS[profile]() for profile in set(profiles)}
+        self.need_gray = "standard" in self.views
+        self.max_frames = max_frames
+        self.record_colour = record_colour
+        self.colour_frames: list[np.ndarray] = []
+
+        self._acts = np.zeros(2, np.intc)
+        self._rews = np.zeros(2, np.intc)
+        # Two slots per format: the step's last frame and the one before it.
+        self._rgb = np.zeros((2, SCREEN_HEIGHT, SCREEN_WIDTH, 3), np.uint8)
+        self._gray = np.zeros((2, SCREEN_HEIGHT, SCREEN_WIDTH), np.uint8)
+        self._c_acts, self._c_rews = as_ctypes(self._acts), as_ctypes(self._rews)
+        self._c_rgb = [as_ctypes(self._rgb[k]) for k in range(2)]
+        self._c_gray = [as_ctypes(self._gray[k]) for k in range(2)]
+        self._newest = 0
+
+    def _grab(self) -> None:
+        """Read the current screen into the older slot, which becomes the newest."""
+        self._newest ^= 1
+        self.lib.getScreenRGB(self.obj, self._c_rgb[self._newest])
+        if self.need_gray:
+            self.lib.getScreenGrayscale(self.obj, self._c_gray[self._newest])
+
+    def _frame(self) -> None:
+        self.lib.actMulti(self.obj, self._c_acts, self._c_rews)
+        self.frames += 1
+        right, left = int(self._rews[0]), int(self._rews[1])
+        if right > 0 and left < 0:
+            self.points[RIGHT] += 1
+        elif left > 0 and right < 0:
+            self.points[LEFT] += 1
+        elif right < 0 and left == 0:
+            self.penalties[RIGHT] += 1
+        elif left < 0 and right == 0:
+            self.penalties[LEFT] += 1
+
+    def reset(self, noop_frames: int = 0) -> None:
+        self.lib.reset_game(self.obj)
+        self.frames = 0
+        self.points = [0, 0]
+        self.penalties = [0, 0]
+        self.over = self.cut = False
+        self._acts[:] = self.action_map[0]
+        for _ in range(noop_frames):
+            self._frame()
+            if self.record_colour:
+                self.colour_frames.append(self.rgb())
+        self._grab()
+        for view in self.views.values():
+            view.reset(self._gray[self._newest], self._rgb[self._newest])
+
+    def rgb(self) -> np.ndarray:
+        """The full-colour screen at native resolution (210x160), score included."""
+        return self.ale.getScreenRGB()
+
+    def observation(self, side: int) -> np.ndarray:
+        """What the player on `side` (RIGHT or LEFT) sees, in its own profile (a contiguous copy)."""
+        return np.ascontiguousarray(self.views[self.profiles[side]].observation(mirror=side == LEFT))
+
+    def step(self, action_right: int, action_left: int) -> None:
+        """Play one agent step (up to 4 raw frames) with both players' actions."""
+        self._acts[0], self._acts[1] = self.action_map[action_right], self.action_map[action_left]
+        for _ in range(FRAME_SKIP):
+            self._frame()
+            self.over = bool(self.lib.game_over(self.obj))
+            self.cut = not self.over and self.frames >= self.max_frames
+            # Every frame is read so that the two slots always hold the last two frames, also
+            # when a game ends early in a step (then the other slot holds the previous step's).
+            self._grab()
+            if self.record_colour:
+                self.colour_frames.append(self._rgb[self._newest].copy())
+            if self.over or self.cut:
+                break
+        gray = np.maximum(self._gray[0], self._gray[1]) if self.need_gray else None
+        rgb = np.maximum(self._rgb[0], self._rgb[1])
+        for view in self.views.values():
+            view.push(gray, rgb)
+
+    @property
+    def done(self) -> bool:
+        return self.over or self.cut
+
+    def close(self) -> None:
+        self.views.clear()
+        del self.ale

@@ -1,0 +1,256 @@
+"""Leagues: matches between many checkpoints (and the built-in AI), and ratings fitted to them.
+
+Ratings are Elo-scaled Bradley-Terry strengths fitted by maximum likelihood with `choix` (a
+maintained library for pairwise-comparison models). A league is a fixed batch of results, and the
+maximum-likelihood fit gives the same ratings whatever order the matches were played in, unlike the
+online updates of Elo, TrueSkill or OpenSkill; the curvature of the likelihood gives each rating's
+95% interval. A draw (a game cut by the frame cap) counts as half a win for each side. A weak
+Gaussian prior (choix's `alpha`) keeps ratings finite when one player won every game.
+
+The built-in AI, when included, is the anchor at rating 0; otherwise the ratings average 0.
+
+Matches are cached in `OUT/matches.jsonl` by (the two checkpoints' SHA-256, seed, games, sampling,
+frame cap): adding checkpoints plays only the new pairs, and an interrupted league keeps every
+finished match (each is appended and flushed as it finishes).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+import numpy as np
+
+from pongrl.arena import BUILTIN, Player, load_player, play_match, summarize_match
+from pongrl.checkpoint import list_checkpoints
+from pongrl.errors import PongrlError
+
+ELO_PER_NAT = 400 / math.log(10)
+PRIOR_ALPHA = 1e-3  # prior variance 1000 nat^2: only keeps an unbeaten player's rating finite
+ROUND_ROBIN_LIMIT = 12  # above this many players, play a scheduled subset of the pairs
+NEIGHBOURS = 2  # in a scheduled league, each checkpoint meets the next NEIGHBOURS of its run
+
+
+@dataclass
+class Entrant:
+    key: str  # the file's SHA-256, or "builtin"
+    name: str
+    path: str
+    run: str
+    env_step: int
+
+
+def collect_entrants(inputs: list[str], include_builtin: bool) -> list[Entrant]:
+    """Every checkpoint of each run directory (oldest first), then single files; duplicates (same
+    SHA-256) once. Each file is loaded once here so that a bad one is refused before any match."""
+    entrants: dict[str, Entrant] = {}
+    for spec in inputs:
+        if os.path.isdir(spec):
+            checkpoint_dir = spec if os.path.basename(os.path.normpath(spec)) == "checkpoints" else os.path.join(spec, "checkpoints")
+            names = list_checkpoints(checkpoint_dir)
+            if not names:
+                raise PongrlError(f"{spec}: not a run directory with checkpoints")
+            paths = [os.path.join(checkpoint_dir, name + ".pt") for name in names]
+        elif os.path.exists(spec):
+            paths = [spec]
+        else:
+            raise PongrlError(f"{spec}: no such file or directory")
+        for path in paths:
+            player = load_player(path)
+            folder = os.path.dirname(os.path.abspath(path))
+            run = os.path.basename(os.path.dirname(folder)) if os.path.basename(folder) == "checkpoints" else ""
+            entrants.setdefault(player.sha256, Entrant(player.sha256, player.name, path, run, player.env_step))
+    result = list(entrants.values())
+    if include_builtin:
+        result.append(Entrant(BUILTIN, "built-in AI", BUILTIN, "", 0))
+    if len(result) < 2:
+        raise PongrlError("a league needs at least two players (add checkpoints or --include-builtin)")
+    return result
+
+
+def schedule(entrants: list[Entrant], mode: str) -> list[tuple[int, int]]:
+    """Pairs to play. `all`: round robin. `neighbours`: each checkpoint against the next NEIGHBOURS
+    checkpoints of its run, the first and last of every run against each other and across runs,
+    and everyone against the built-in AI when it is in. `auto`: round robin up to ROUND_ROBIN_LIMIT
+    players."""
+    n = len(entrants)
+    if mode == "auto":
+        mode = "all" if n <= ROUND_ROBIN_LIMIT else "neighbours"
+    if mode == "all":
+        return [(i, j) for i in range(n) for j in range(i + 1, n)]
+    pairs: set[tuple[int, int]] = set()
+    runs: dict[str, list[int]] = {}
+    for index, entrant in enumerate(entrants):
+        if entrant.key == BUILTIN:
+            pairs.update((min(index, j), max(index, j)) for j in range(n) if j != index)
+        else:
+            runs.setdefault(entrant.run or entrant.path, []).append(index)
+    ends = []
+    for members in runs.values():
+        for position, i in enumerate(members):
+            pairs.update((i, j) for j in members[position + 1:position + 1 + NEIGHBOURS])
+        ends.extend({members[0], members[-1]})
+    pairs.update((min(i, j), max(i, j)) for i in ends for j in ends if i != j)
+    return sorted(pairs)
+
+
+def match_key(first: str, second: str, seed: int, games: int, sample: bool, max_frames: int) -> str:
+    return f"{first}|{second}|seed={seed}|games={games}|sample={int(sample)}|max_frames={max_frames}"
+
+
+def read_cache(path: str) -> dict[str, dict]:
+    """Finished matches by key; a line cut short by a crash is skipped."""
+    cache = {}
+    if os.path.exists(path):
+        with open(path) as handle:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                    cache[record["key"]] = record
+                except (ValueError, KeyError, TypeError):
+                    continue
+    return cache
+
+
+_WORKER_PLAYERS: dict[str, Player] = {}
+
+
+def _init_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # one core per match process
+
+
+def _play_pair(first_path: str, second_path: str, games: int, seed: int, sample: bool, max_frames: int) -> list[dict]:
+    players = []
+    for path in (first_path, second_path):
+        if path not in _WORKER_PLAYERS:
+            _WORKER_PLAYERS[path] = load_player(path)
+        players.append(_WORKER_PLAYERS[path])
+    return play_match(players[0], players[1], games, seed, sample, max_frames)
+
+
+def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: str, games: int, seed: int,
+                sample: bool, max_frames: int, workers: int, show_progress: bool = True) -> list[dict]:
+    """Play the pairs not in the cache, appending each finished match; returns all the pairs' records."""
+    os.makedirs(out_dir, exist_ok=True)
+    cache_path = os.path.join(out_dir, "matches.jsonl")
+    cache = read_cache(cache_path)
+    keys = {pair: match_key(entrants[pair[0]].key, entrants[pair[1]].key, seed, games, sample, max_frames) for pair in pairs}
+    todo = [pair for pair in pairs if keys[pair] not in cache]
+    print(f"pongrl: league of {len(entrants)} players: {len(pairs)} pairs, {len(pairs) - len(todo)} cached, "
+          f"{len(todo)} to play ({games} games each)", file=sys.stderr)
+    if todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), unit="match", disable=not show_progress, file=sys.stderr)
+        with open(cache_path, "a") as handle, ProcessPoolExecutor(
+                max_workers=max(1, min(workers, len(todo))), mp_context=get_context("spawn"), initializer=_init_worker) as pool:
+            futures = {pool.submit(_play_pair, entrants[i].path, entrants[j].path, games, seed, sample, max_frames): (i, j)
+                       for i, j in todo}
+            try:
+                for future in as_completed(futures):
+                    i, j = futures[future]
+                    record = {"key": keys[(i, j)], "first": entrants[i].key, "second": entrants[j].key,
+                              "first_name": entrants[i].name, "second_name": entrants[j].name,
+                              "games": future.result()}
+                    record["summary"] = summarize_match(record["games"])
+                    handle.write(json.dumps(record) + "\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                    cache[record["key"]] = record
+                    bar.update(1)
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+            finally:
+                bar.close()
+    return [cache[keys[pair]] for pair in pairs]
+
+
+def fit_ratings(num_players: int, results: list[tuple[int, int, float]], anchor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Bradley-Terry maximum likelihood on (i, j, score of i) game results (1 win, 0.5 draw, 0 loss).
+    Returns Elo-scaled ratings and their standard errors."""
+    import choix
+
+    # choix takes (winner, loser) pairs; counting each win twice and each draw once each way
+    # encodes the half points exactly (the prior strength is doubled to match).
+    comparisons = []
+    for i, j, score in results:
+        wins_i = int(round(2 * score))
+        comparisons += [(i, j)] * wins_i + [(j, i)] * (2 - wins_i)
+    if comparisons:
+        theta = choix.opt_pairwise(num_players, comparisons, alpha=2 * PRIOR_ALPHA)
+    else:
+        theta = np.zeros(num_players)
+    # Fisher information of the (undoubled) likelihood plus the prior.
+    information = PRIOR_ALPHA * np.eye(num_players)
+    for i, j, _ in results:
+        p = 1 / (1 + math.exp(theta[j] - theta[i]))
+        w = p * (1 - p)
+        information[i, i] += w
+        information[j, j] += w
+        information[i, j] -= w
+        information[j, i] -= w
+    if anchor is not None:
+        theta = theta - theta[anchor]
+        keep = [k for k in range(num_players) if k != anchor]
+        covariance = np.zeros((num_players, num_players))
+        covariance[np.ix_(keep, keep)] = np.linalg.inv(information[np.ix_(keep, keep)])
+    else:
+        theta = theta - theta.mean()
+        centre = np.eye(num_players) - 1 / num_players
+        covariance = centre @ np.linalg.inv(information) @ centre
+    return theta * ELO_PER_NAT, np.sqrt(np.clip(np.diag(covariance), 0, None)) * ELO_PER_NAT
+
+
+def game_results(entrants: list[Entrant], records: list[dict]) -> list[tuple[int, int, float]]:
+    index = {entrant.key: k for k, entrant in enumerate(entrants)}
+    points = {"win": 1.0, "draw": 0.5, "loss": 0.0}
+    return [(index[r["first"]], index[r["second"]], points[g["outcome"]]) for r in records for g in r["games"]]
+
+
+def ratings_table(entrants: list[Entrant], records: list[dict]) -> list[dict]:
+    anchor = next((k for k, e in enumerate(entrants) if e.key == BUILTIN), None)
+    ratings, errors = fit_ratings(len(entrants), game_results(entrants, records), anchor)
+    rows = []
+    for k, entrant in enumerate(entrants):
+        mine = [(r, g) for r in records for g in r["games"] if entrant.key in (r["first"], r["second"])]
+        versus_builtin = [g for r, g in mine if BUILTIN in (r["first"], r["second"])]
+        builtin_rate = builtin_score = ""
+        if versus_builtin and entrant.key != BUILTIN:
+            # The agent is never the built-in AI, so flip scores where the agent was second.
+            flipped = [g if r["first"] == entrant.key else {**g, "score": -g["score"], "outcome": {"win": "loss", "loss": "win"}.get(g["outcome"], "draw")}
+                       for r, g in mine if BUILTIN in (r["first"], r["second"])]
+            summary = summarize_match(flipped)
+            builtin_rate, builtin_score = round(summary["win_rate"], 3), round(summary["mean_point_difference"], 2)
+        rows.append({"player": entrant.name, "run": entrant.run, "env_step": entrant.env_step if entrant.key != BUILTIN else "",
+                     "rating": round(float(ratings[k]), 1), "rating_low": round(float(ratings[k] - 1.96 * errors[k]), 1),
+                     "rating_high": round(float(ratings[k] + 1.96 * errors[k]), 1), "games": len(mine),
+                     "win_rate_vs_builtin": builtin_rate, "score_vs_builtin": builtin_score, "sha256": entrant.key})
+    return sorted(rows, key=lambda row: -row["rating"])
+
+
+def write_tables(rows: list[dict], out_dir: str) -> tuple[str, str]:
+    from pongrl.checkpoint import atomic_write_bytes
+    import io
+
+    csv_path, md_path = os.path.join(out_dir, "ratings.csv"), os.path.join(out_dir, "ratings.md")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_bytes(csv_path, buffer.getvalue().encode())
+    lines = ["| rank | player | env step | rating (95% interval) | games | win rate vs built-in AI | score vs built-in AI |",
+             "|---:|---|---:|---|---:|---:|---:|"]
+    for rank, row in enumerate(rows, 1):
+        lines.append(f"| {rank} | {row['player']} | {row['env_step']} | {row['rating']:+.0f} ({row['rating_low']:+.0f} .. "
+                     f"{row['rating_high']:+.0f}) | {row['games']} | {row['win_rate_vs_builtin']} | {row['score_vs_builtin']} |")
+    atomic_write_bytes(md_path, ("\n".join(lines) + "\n").encode())
+    return csv_path, md_path

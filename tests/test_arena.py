@@ -1,0 +1,223 @@
+"""The arena, leagues, match videos and model cards, on the real emulators."""
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from pongrl.agent import Agent
+from pongrl.arena import Player, load_player, play_match, summarize_match, wilson_interval
+from pongrl.cli import main
+
+from cli_helpers import run
+from pongrl.envs.match import LEFT, RIGHT, MatchGame
+from pongrl.envs.single import PongGame
+from pongrl.league import fit_ratings
+from pongrl.nets import ActorCritic
+
+# Atari Pong RAM: byte 51 is the right paddle's height, byte 50 the left one's.
+RAM_RIGHT_PADDLE, RAM_LEFT_PADDLE = 51, 50
+UP, DOWN, NOOP = 2, 3, 0
+
+
+class Scripted(Agent):
+    """Always the same action, seeing the given profile."""
+
+    def __init__(self, action: int, obs_profile: str = "standard"):
+        super().__init__(f"always-{action}")
+        self.action, self.obs_profile = action, obs_profile
+
+    def preferences(self, obs):
+        preferences = np.zeros((len(obs), 6))
+        preferences[:, self.action] = 1
+        return preferences
+
+
+@pytest.fixture(scope="module")
+def ppo_run(tmp_path_factory):
+    """A short PPO run with exactly three checkpoints (steps 256, 512, 768)."""
+    run_dir = str(tmp_path_factory.mktemp("runs") / "ppo")
+    assert main(["train", "ppo", "--run-dir", run_dir, "--total-steps", "768", "--num-envs", "2", "--num-steps", "64",
+                 "--checkpoint-every", "256", "--num-checkpoints", "0", "--keep-checkpoints", "3", "--eval-every", "0",
+                 "--log-every", "256", "--torch-threads", "1"]) == 0
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def seed_state_dict(tmp_path_factory):
+    """A bare seed-format state_dict (separate torsos), as the self-play card's code saves it."""
+    torch.manual_seed(3)
+    path = str(tmp_path_factory.mktemp("seed") / "agent.pt")
+    torch.save(ActorCritic(6, share_network=False).state_dict(), path)
+    return path
+
+
+def checkpoint(run_dir, step):
+    return os.path.join(run_dir, "checkpoints", f"step_{step:012d}.pt")
+
+
+def test_each_paddle_answers_to_its_own_player():
+    game = MatchGame(("standard", "seed"), max_frames=2_000)
+    for right, left in ((UP, DOWN), (DOWN, UP)):
+        game.reset(0)
+        for _ in range(60):
+            game.step(right, left)
+        right_height, left_height = (int(game.ale.getRAM()[k]) for k in (RAM_RIGHT_PADDLE, RAM_LEFT_PADDLE))
+        assert (right_height < left_height) == (right == UP) and abs(right_height - left_height) > 100
+    # The left player's view is the mirror of what a right player with its profile would see.
+    assert game.observation(LEFT).shape == (84, 84, 4) and game.observation(RIGHT).shape == (4, 84, 84)
+    twin = MatchGame(("seed", "seed"), max_frames=2_000)
+    twin.reset(0)
+    for _ in range(30):
+        twin.step(UP, NOOP)
+    np.testing.assert_array_equal(twin.observation(LEFT), twin.observation(RIGHT)[:, ::-1])
+
+
+def test_the_builtin_ai_plays_the_left_paddle_and_the_agent_the_right():
+    game = PongGame(0, noop_max=0)
+    game.reset()
+    left_heights = set()
+    for _ in range(150):
+        game.step(UP)
+        left_heights.add(int(game.ale.getRAM()[RAM_LEFT_PADDLE]))
+    assert game.ale.getRAM()[RAM_RIGHT_PADDLE] < 50  # held up by the agent
+    assert len(left_heights) > 5  # the built-in AI moves its paddle by itself
+    idle = Player("idle", Scripted(NOOP), "idle")
+    builtin = load_player("builtin")
+    games = play_match(idle, builtin, 2, seed=0)
+    assert [(g["first_side"], g["first_points"], g["second_points"], g["outcome"]) for g in games] == [("right", 0, 21, "loss")] * 2
+    flipped = play_match(builtin, idle, 2, seed=0)
+    assert [(g["first_side"], g["first_points"], g["outcome"]) for g in flipped] == [("left", 21, "win")] * 2
+
+
+def test_an_agent_against_itself_scores_zero_and_swapping_players_swaps_scores(ppo_run, seed_state_dict):
+    first = load_player(checkpoint(ppo_run, 768))
+    second = load_player(seed_state_dict)  # another profile: the seed's blue channel
+    self_games = play_match(first, load_player(checkpoint(ppo_run, 768)), 2, seed=5, max_frames=1_200)
+    assert [g["first_side"] for g in self_games] == ["right", "left"]
+    assert self_games[0]["score"] == -self_games[1]["score"]
+    assert summarize_match(self_games)["mean_point_difference"] == 0
+    forward = play_match(first, second, 2, seed=5, max_frames=1_200)
+    backward = play_match(second, first, 2, seed=5, max_frames=1_200)
+    # Game 0 of one order is game 1 of the other: the same paddles, start and players.
+    for a, b in ((forward[0], backward[1]), (forward[1], backward[0])):
+        assert (a["first_points"], a["second_points"]) == (b["second_points"], b["first_points"])
+        assert a["first_serve_penalties"] == b["second_serve_penalties"]
+    assert all(g["cut"] and g["outcome"] == "draw" for g in forward)  # 1,200 frames cannot finish a game
+
+
+def test_sampled_play_is_reproducible_and_differs_from_greedy(ppo_run):
+    agent = load_player(checkpoint(ppo_run, 768)).agent
+    obs = np.random.default_rng(0).integers(0, 255, (64, 4, 84, 84), dtype=np.uint8)
+    a = agent.act(obs, rng=np.random.default_rng(1), sample=True)
+    b = agent.act(obs, rng=np.random.default_rng(1), sample=True)
+    np.testing.assert_array_equal(a, b)
+    assert a.min() >= 0 and a.max() < 6 and len(set(a.tolist())) > 1  # an untrained policy is near uniform
+
+
+def test_rating_fit_recovers_a_known_order():
+    rng = np.random.default_rng(0)
+    true = np.array([0.0, 150.0, 300.0, 600.0])  # Elo
+    results = []
+    for _ in range(400):
+        i, j = rng.choice(4, 2, replace=False)
+        p = 1 / (1 + 10 ** ((true[j] - true[i]) / 400))
+        results.append((i, j, float(rng.random() < p)))
+    results += [(0, 1, 0.5)] * 4  # draws count half
+    ratings, errors = fit_ratings(4, results, anchor=0)
+    assert ratings[0] == 0 and errors[0] == 0
+    assert list(np.argsort(ratings)) == [0, 1, 2, 3]
+    assert np.all(np.abs(ratings - true) < 3 * errors + 1e-9)
+    assert wilson_interval(5, 10)[0] < 0.5 < wilson_interval(5, 10)[1]
+
+
+def test_tiny_league_caches_matches_and_adds_only_new_pairs(ppo_run, tmp_path, capsys):
+    out = str(tmp_path / "league")
+    flags = ["--games-per-pair", "2", "--max-frames", "800", "--out", out, "--workers", "2"]
+    code, stdout, err = run(["league", ppo_run, *flags], capsys)
+    assert code == 0, err
+    assert "3 pairs, 0 cached, 3 to play" in err
+    with open(os.path.join(out, "matches.jsonl")) as handle:
+        assert len(handle.readlines()) == 3
+    code, stdout, err = run(["league", ppo_run, "--include-builtin", *flags], capsys)
+    assert code == 0, err
+    assert "6 pairs, 3 cached, 3 to play" in err
+    with open(os.path.join(out, "ratings.csv")) as handle:
+        rows = handle.read().splitlines()
+    assert len(rows) == 5 and "built-in AI" in "".join(rows)
+    assert open(os.path.join(out, "ratings.png"), "rb").read(4) == b"\x89PNG"
+    assert "| rank | player |" in stdout
+    png = str(tmp_path / "plot.png")
+    assert run(["plot", out, "--out", png], capsys)[0] == 0
+    assert open(png, "rb").read(4) == b"\x89PNG"
+
+
+def test_duel_json_and_eval_against_a_checkpoint(ppo_run, seed_state_dict, capsys):
+    code, out, err = run(["duel", checkpoint(ppo_run, 256), seed_state_dict, "--games", "2", "--max-frames", "600",
+                          "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["games"] == 2 and result["wins"] + result["losses"] + result["draws"] == 2
+    assert len(result["per_game"]) == 2 and 0 <= result["win_rate_95"][0] <= result["win_rate_95"][1] <= 1
+    code, out, err = run(["eval", ppo_run, "--opponent", seed_state_dict, "--episodes", "2", "--seed", "1"], capsys)
+    assert code == 0, err
+    assert "win rate" in out
+
+
+def test_match_video_has_the_frames_and_size_asked_for(ppo_run, seed_state_dict, tmp_path, capsys):
+    import imageio.v3 as iio
+
+    out = str(tmp_path / "duel.mp4")
+    code, _, err = run(["video", ppo_run, "--opponent", seed_state_dict, "--frames", "80", "--scale", "1",
+                        "--out", out], capsys)
+    assert code == 0, err
+    frames = iio.imread(out)
+    assert frames.shape[0] == 80 and frames.shape[2:] == (160, 3) and frames.shape[1] > 210
+    code, _, err = run(["video", ppo_run, "--games", "1", "--frames", "10"], capsys)
+    assert code == 2  # --games and --frames exclude each other
+
+
+def test_model_card_folder(ppo_run, tmp_path, capsys):
+    out = str(tmp_path / "card")
+    code, stdout, err = run(["card", ppo_run, "--out", out, "--games", "1", "--video-frames", "60"], capsys)
+    assert code == 0, err
+    text = open(os.path.join(out, "README.md")).read()
+    metadata = yaml.safe_load(text.split("---")[1])
+    assert metadata["library_name"] == "pongrl"
+    metric = metadata["model-index"][0]["results"][0]["metrics"][0]
+    assert metric["type"] == "mean_reward" and "+/-" in metric["value"]
+    state_dict = torch.load(os.path.join(out, "model.pt"), weights_only=True)
+    from safetensors.torch import load_file
+
+    tensors = load_file(os.path.join(out, "model.safetensors"))
+    assert state_dict.keys() == tensors.keys() and "actor.weight" in tensors
+    assert all(torch.equal(state_dict[k], tensors[k]) for k in tensors)
+    assert os.path.getsize(os.path.join(out, "replay.mp4")) > 0
+    assert run(["card", ppo_run, "--out", out, "--games", "1"], capsys)[0] == 1  # exists: refused without --force
+
+
+@pytest.mark.parametrize("args, message", [
+    (["duel", "builtin", "builtin"], "cannot play against itself"),
+    (["duel", "/nonexistent.pt", "builtin"], "no such file"),
+    (["duel", "builtin", "builtin", "--games", "0"], "positive integer"),
+    (["league", "/nonexistent"], "no such file"),
+])
+def test_bad_arena_input_is_one_line(args, message, capsys):
+    code, out, err = run(args, capsys)
+    assert code in (1, 2) and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_corrupt_and_incompatible_files_are_refused(tmp_path, capsys):
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"not a checkpoint at all")
+    code, _, err = run(["duel", str(corrupt), "builtin"], capsys)
+    assert code == 1 and "corrupt.pt" in err
+    wrong_actions = ActorCritic(6, share_network=True).state_dict()
+    wrong_actions["actor.weight"] = torch.zeros(4, 512)  # a four-action game's agent
+    wrong_actions["actor.bias"] = torch.zeros(4)
+    path = str(tmp_path / "four_actions.pt")
+    torch.save(wrong_actions, path)
+    code, _, err = run(["duel", path, "builtin"], capsys)
+    assert code == 1 and "do not fit" in err
