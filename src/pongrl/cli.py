@@ -187,16 +187,31 @@ def _trainer(algo: str):
     return ppo.train
 
 
+def _check_torchrun(algo: str, run_dir: str | None) -> bool:
+    """Under torchrun: PPO only, with an explicit --run-dir (each rank must name the same one).
+    Returns whether this process is the one that writes run files."""
+    from pongrl.distributed import is_main_process, launched_by_torchrun
+
+    if launched_by_torchrun():
+        if algo == "dqn":
+            raise PongrlError("DQN has no data-parallel mode: run it without torchrun")
+        if run_dir is None:
+            raise PongrlError("under torchrun give --run-dir, so that every process names the same run")
+    return is_main_process()
+
+
 def cmd_train(args) -> int:
     from pongrl.run import prepare_new_run
 
+    main_process = _check_torchrun(args.algo, args.run_dir)
     cls, _ = config_module.CONFIG_CLASSES[args.algo]
     overrides = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls) if f.name not in ("algo", "preset")}
     config = config_module.make_config(args.algo, args.preset, overrides)
     run_dir = args.run_dir or os.path.join(
         "runs", f"pong__{args.algo}__{args.preset}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}")
-    prepare_new_run(run_dir, config, args.force)
-    print(f"pongrl: training {args.algo} ({args.preset} preset) into {run_dir}", file=sys.stderr)
+    if main_process:
+        prepare_new_run(run_dir, config, args.force)
+        print(f"pongrl: training {args.algo} ({args.preset} preset) into {run_dir}", file=sys.stderr)
     return _trainer(args.algo)(config, run_dir)
 
 
@@ -205,6 +220,7 @@ def cmd_resume(args) -> int:
     from pongrl.run import CONFIG_FILE, checkpoint_dir, open_existing_run
 
     config = open_existing_run(args.run_dir)
+    main_process = _check_torchrun(config.algo, args.run_dir)
     checkpoint = args.checkpoint or resolve(args.run_dir)
     if args.checkpoint and os.path.dirname(os.path.abspath(resolve(args.checkpoint))) != os.path.abspath(checkpoint_dir(args.run_dir)):
         raise PongrlError(f"{args.checkpoint}: not a checkpoint of run {args.run_dir}")
@@ -216,8 +232,9 @@ def cmd_resume(args) -> int:
         config.total_steps = args.total_steps
     if config.total_steps <= step:
         raise PongrlError(f"the checkpoint is at step {step}; ask for more with --extra-steps N or --total-steps N")
-    config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
-    print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
+    if main_process:
+        config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
+        print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
     return _trainer(config.algo)(config, args.run_dir, resume_from=payload["path"])
 
 

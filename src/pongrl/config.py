@@ -47,6 +47,7 @@ class DQNConfig:
     save_buffer: bool = True
     torch_threads: int = 0
     device: str = "cpu"
+    on_disk_error: str = "stop"
     track: bool = False
     wandb_project: str = "pongrl"
 
@@ -78,6 +79,7 @@ FIELD_HELP: dict[str, str] = {
     "checkpoint_every": "environment steps between checkpoints",
     "keep_checkpoints": "periodic checkpoints kept on disk (the newest ones)",
     "save_buffer": "save the replay buffer beside the latest checkpoint, for exact resume",
+    "on_disk_error": "when a checkpoint cannot be written (disk full, read-only): stop, or continue training",
     "torch_threads": "torch intra-op threads (0 = torch's default)",
     "device": "cpu, cuda or auto",
     "track": "also log to Weights & Biases (needs wandb installed)",
@@ -150,6 +152,7 @@ class PPOConfig:
     keep_checkpoints: int = 3
     torch_threads: int = 0
     device: str = "cpu"
+    on_disk_error: str = "stop"
     track: bool = False
     wandb_project: str = "pongrl"
 
@@ -191,7 +194,7 @@ CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS), "ppo": (PPOConfig, PPO_PRESET
                   "selfplay": (PPOConfig, SELFPLAY_PRESETS)}
 
 # Fields that a resume may change without starting a different experiment.
-RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "track"}
+RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "track", "on_disk_error"}
 
 
 def field_types(cls) -> dict[str, type]:
@@ -218,7 +221,7 @@ NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads
                 "ent_coef", "vf_coef", "clip_coef"}
 STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
 UNIT_INTERVAL = {"gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda"}
-CHOICES = {"loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
+CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
            "obs": ("standard", "seed")}
 
 
@@ -270,7 +273,10 @@ def from_dict(data: Any, source: str):
             raise PongrlError(f"{source}: config key {key!r} should be {want.__name__}, got {value!r}")
         values[key] = value
     config = cls(**values)
-    validate(config)
+    try:
+        validate(config)
+    except PongrlError as error:
+        raise PongrlError(f"{source}: {error}") from None
     return config
 
 

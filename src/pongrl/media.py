@@ -28,11 +28,12 @@ def plot_runs(run_dirs: list[str], out: str) -> None:
 
     from pongrl.run import read_metrics
 
-    figure, (ax_return, ax_loss) = plt.subplots(1, 2, figsize=(13, 4.5))
-    for run_dir in run_dirs:
-        rows = read_metrics(run_dir)
+    runs = {run_dir: read_metrics(run_dir) for run_dir in run_dirs}  # refuse a bad run before drawing
+    for run_dir, rows in runs.items():
         if not rows:
             raise PongrlError(f"{run_dir}: metrics.csv has no rows yet")
+    figure, (ax_return, ax_loss) = plt.subplots(1, 2, figsize=(13, 4.5))
+    for run_dir, rows in runs.items():
         label = os.path.basename(os.path.normpath(run_dir))
         steps = np.array([_number(r.get("env_step")) for r in rows])
         train_return = np.array([_number(r.get("average_return")) for r in rows])

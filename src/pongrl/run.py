@@ -18,9 +18,10 @@ import shutil
 import signal
 import sys
 import time
+from typing import Callable
 
 from pongrl import config as config_module
-from pongrl.checkpoint import atomic_write_bytes, list_checkpoints
+from pongrl.checkpoint import atomic_write_bytes, checkpoint_name, list_checkpoints, read_latest
 from pongrl.errors import PongrlError
 
 CONFIG_FILE = "config.yaml"
@@ -234,6 +235,23 @@ class TrainingSession:
         self.stopwatch = Stopwatch(wall_seconds)
         self._clock = (time.perf_counter(), step)
         self.steps_per_second = 0.0
+        self.checkpoint_dir = checkpoint_dir(run_dir)
+        self.stop_on_disk_error = config.on_disk_error == "stop"
+        self.disk_failed = False  # a checkpoint write failed and the run is to stop
+
+    def checkpoint(self, write: Callable[[], str], step: int, previous: str | None) -> str | None:
+        """Write a checkpoint with `write`. A disk fault (full, read-only, gone) leaves the previous
+        checkpoint intact (writes go through temp files), is reported in one line, and stops the
+        run or lets it go on, as --on-disk-error says. Returns the new path, or `previous`."""
+        try:
+            return write()
+        except OSError as error:
+            self.disk_failed = self.stop_on_disk_error
+            intact = read_latest(self.checkpoint_dir)
+            self.progress.log(f"pongrl: could not write the checkpoint of step {step} ({error.strerror or error}); "
+                              f"the previous one ({intact or 'none yet'}) is intact; "
+                              + ("stopping" if self.disk_failed else "training goes on (--on-disk-error continue)"))
+            return previous
 
     @staticmethod
     def crossed(every: int, before: int, after: int) -> bool:
@@ -268,8 +286,43 @@ class TrainingSession:
         self.board.close()
 
 
-def report_end(stop: StopSignal, step: int, checkpoint_path: str, run_dir: str) -> int:
-    """Say how training ended and return the exit code (128 + signal when stopped by one)."""
+class _NoBoard:
+    def scalars(self, values: dict, step: int) -> None:
+        pass
+
+
+class QuietSession(TrainingSession):
+    """The session of a rank other than 0 under torchrun: the same clock and decisions, no files
+    (rank 0 alone writes metrics, TensorBoard events and checkpoints)."""
+
+    def __init__(self, run_dir: str, config, columns: list[str], step: int, resumed_at: int | None,
+                 wall_seconds: float, description: str):
+        self.board = _NoBoard()
+        self.stopwatch = Stopwatch(wall_seconds)
+        self.steps_per_second = 0.0
+        self.disk_failed = False
+
+    def log(self, step: int, row: dict, scalars: dict) -> dict:
+        return row
+
+    def show_progress(self, step: int, recent_returns, **extra) -> None:
+        pass
+
+    def checkpoint(self, write, step: int, previous: str | None) -> str | None:
+        return previous
+
+    def close(self) -> None:
+        pass
+
+
+def report_end(stop: StopSignal, step: int, checkpoint_path: str | None, run_dir: str) -> int:
+    """Say how training ended and return the exit code: 0, 128 + signal when stopped by one, 1 when
+    the last checkpoint could not be written (the previous one is intact)."""
+    if checkpoint_path is None or not checkpoint_path.endswith(checkpoint_name(step) + ".pt"):
+        print(f"pongrl: stopped at step {step} without a checkpoint of it (the disk refused the write); the latest "
+              f"intact one is {checkpoint_path or 'none'}; free space or fix permissions, then: pongrl resume {run_dir}",
+              file=sys.stderr)
+        return 1
     if stop.received:
         print(f"pongrl: stopped at step {step}; checkpoint {checkpoint_path}; continue with: pongrl resume {run_dir}",
               file=sys.stderr)

@@ -117,7 +117,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
 
     path = None
     with StopSignal() as stop:
-        while env_step < config.total_steps and not stop.received:
+        while env_step < config.total_steps and not stop.received and not session.disk_failed:
             # 1. Act: epsilon-greedy on the current stacks, random until learning starts.
             epsilon = linear_epsilon(config, env_step)
             if env_step < config.learning_starts:
@@ -185,9 +185,9 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 losses, q_means, pending_eval = [], [], None
             session.show_progress(env_step, recent_returns, eps=f"{epsilon:.2f}")
             if session.crossed(config.checkpoint_every, before, env_step):
-                path = make_checkpoint()
-        if path is None or not path.endswith(checkpoint_name(env_step) + ".pt"):
-            path = make_checkpoint()
+                path = session.checkpoint(make_checkpoint, env_step, path)
+        if not session.disk_failed and (path is None or not path.endswith(checkpoint_name(env_step) + ".pt")):
+            path = session.checkpoint(make_checkpoint, env_step, path)
     env.close()
     session.close()
     return report_end(stop, env_step, path, run_dir)

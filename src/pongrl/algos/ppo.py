@@ -20,10 +20,11 @@ from collections import deque
 import numpy as np
 import torch
 
-from pongrl.checkpoint import checkpoint_name, save_checkpoint
+from pongrl.checkpoint import save_checkpoint
+from pongrl.distributed import World, init_world, split_envs
 from pongrl.nets import ActorCritic
 from pongrl.learner import LearnerState, make_adam, start_learner
-from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
+from pongrl.run import QuietSession, StopSignal, TrainingSession, checkpoint_dir, report_end
 from pongrl.seeding import derived_seed
 
 NUM_ACTIONS = 6
@@ -81,8 +82,10 @@ def ppo_losses(new_logprob, old_logprob, advantages, new_value, old_value, retur
 
 
 def ppo_update(agent: ActorCritic, optimizer: torch.optim.Optimizer, batch: dict, config,
-               generator: torch.Generator) -> dict:
-    """Several epochs of minibatch PPO on one flattened rollout batch; returns mean statistics."""
+               generator: torch.Generator, world: World = World()) -> dict:
+    """Several epochs of minibatch PPO on one flattened rollout batch; returns mean statistics.
+    Under torchrun each rank passes its own batch, and `world` makes every minibatch's advantage
+    normalisation and gradient cover all ranks' minibatches (see pongrl.distributed)."""
     size = batch["obs"].shape[0]
     minibatch = size // config.num_minibatches
     totals: dict[str, list[float]] = {}
@@ -94,19 +97,20 @@ def ppo_update(agent: ActorCritic, optimizer: torch.optim.Optimizer, batch: dict
             distribution = torch.distributions.Categorical(logits=logits)
             advantages = batch["advantages"][index]
             if config.norm_adv:
-                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+                advantages = world.normalize(advantages)
             losses = ppo_losses(distribution.log_prob(batch["actions"][index]), batch["logprobs"][index], advantages,
                                 new_value, batch["values"][index], batch["returns"][index], distribution.entropy(),
                                 config)
             optimizer.zero_grad(set_to_none=True)
             losses["loss"].backward()
+            world.average_gradients(agent.parameters())
             torch.nn.utils.clip_grad_norm_(agent.parameters(), config.max_grad_norm)
             optimizer.step()
             for key, value in losses.items():
                 totals.setdefault(key, []).append(value.item())
-        if config.target_kl and np.mean(totals["approx_kl"][-config.num_minibatches:]) > config.target_kl:
+        if config.target_kl and world.mean(float(np.mean(totals["approx_kl"][-config.num_minibatches:]))) > config.target_kl:
             break
-    stats = {key: float(np.mean(values)) for key, values in totals.items()}
+    stats = {key: world.mean(float(np.mean(values))) for key, values in totals.items()}
     variance = batch["returns"].var()
     stats["explained_variance"] = float(1 - (batch["returns"] - batch["values"]).var() / variance) if variance > 0 else float("nan")
     return stats
@@ -119,20 +123,22 @@ def learning_rate_at(config, step: int) -> float:
 
 
 # ---- environments --------------------------------------------------------------------------------
-def make_env(config, seed: int):
-    """The training env: two-player self-play (fast or reference) or one player vs the built-in AI."""
+def make_env(config, seed: int, num_envs: int | None = None):
+    """The training env: two-player self-play (fast or reference) or one player vs the built-in AI.
+    `num_envs` (default config.num_envs) is this process's share under torchrun."""
+    num_envs = num_envs or config.num_envs
     if config.algo == "selfplay":
         from pongrl.envs import two_player
 
-        games = config.num_envs // 2
+        games = num_envs // 2
         if config.env == "reference":
             return two_player.ReferenceSelfPlayEnv(games, seed, max_cycles=config.max_cycles)
         return two_player.FastSelfPlayEnv(games, seed, max_cycles=config.max_cycles)
     from pongrl.envs.single import ChannelLastVectorEnv, GameVectorEnv
 
     if config.obs == "seed":  # the C++ vector env has no blue channel: one Python emulator loop per game
-        return GameVectorEnv(config.num_envs, seed, profile="seed")
-    return ChannelLastVectorEnv(config.num_envs, seed)
+        return GameVectorEnv(num_envs, seed, profile="seed")
+    return ChannelLastVectorEnv(num_envs, seed)
 
 
 def obs_profile(config) -> str:
@@ -167,8 +173,16 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     state, device = start_learner(PPOState, config, resume_from)
     agent, optimizer, counters = state.agent, state.optimizer, state.counters
     step = counters["env_step"]
-    env = make_env(config, counters["env_seed"])
-    n, horizon = config.num_envs, config.num_steps
+    # Under torchrun this process steps its share of the envs, seeded as those envs would be in one
+    # process; it starts from rank 0's weights and samples from its own random streams.
+    world = init_world(device)
+    unit = 2 if config.algo == "selfplay" else 1
+    n, horizon = split_envs(config.num_envs, world, unit), config.num_steps
+    world.broadcast_module(agent)
+    if world.rank:
+        torch.manual_seed(derived_seed(config.seed, 1000 + world.rank, step))
+        state.torch_generator.manual_seed(derived_seed(config.seed, 2000 + world.rank, step))
+    env = make_env(config, counters["env_seed"] + world.rank * (n // unit), n)
 
     # Rollout storage, allocated once: observations stay uint8 until the network sees them.
     obs_buffer = torch.zeros((horizon, n, 84, 84, 4), dtype=torch.uint8)
@@ -215,8 +229,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             session.board.scalars({f"charts/episodic_return{player}": float(score),
                                    f"charts/episodic_length{player}": int(length)}, step)
 
-    session = TrainingSession(run_dir, config, METRIC_COLUMNS, step, step if resume_from else None,
-                              counters["wall_seconds"], config.algo)
+    session = (TrainingSession if world.is_main else QuietSession)(
+        run_dir, config, METRIC_COLUMNS, step, step if resume_from else None, counters["wall_seconds"], config.algo)
     pending_eval, update_stats, update_seconds = None, {}, 0.0
 
     def make_checkpoint(permanent: bool = False) -> str:
@@ -224,9 +238,18 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         return save_checkpoint(checkpoint_dir(run_dir), state.payload(), keep=config.keep_checkpoints,
                                permanent=permanent)
 
+    saved_at = [None]  # the step of the last checkpoint attempt, the same on every rank
+
+    def save(permanent: bool = False) -> str | None:
+        """Rank 0 writes; the other ranks wait for it at a barrier."""
+        written = session.checkpoint(lambda: make_checkpoint(permanent), step, path)
+        saved_at[0] = step
+        world.barrier()
+        return written
+
     path = None
     with StopSignal() as stop:
-        while step < config.total_steps and not stop.received:
+        while step < config.total_steps and not world.any(stop.received or session.disk_failed):
             learning_rate = learning_rate_at(config, step)
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate
@@ -252,7 +275,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 rewards[t] = torch.from_numpy(learn_reward.astype(np.float32))
                 next_obs = torch.from_numpy(obs)
                 track_episodes(reward, episode_end, info)
-            before, step = step, step + n * horizon
+            before, step = step, step + config.num_envs * horizon  # all processes' env steps
 
             # 2. Advantages, then the update on the flattened rollout.
             with torch.inference_mode():
@@ -262,12 +285,12 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                      "logprobs": logprobs.reshape(-1).to(device), "advantages": advantages.reshape(-1).to(device),
                      "returns": returns.reshape(-1).to(device), "values": values.reshape(-1).to(device)}
             update_started = session.stopwatch.seconds()
-            update_stats = ppo_update(agent, optimizer, batch, config, state.torch_generator)
+            update_stats = ppo_update(agent, optimizer, batch, config, state.torch_generator, world)
             update_seconds += session.stopwatch.seconds() - update_started
             counters["updates"] += 1
 
             # 3. Judge, report, save.
-            if session.crossed(config.eval_every, before, step):
+            if world.is_main and session.crossed(config.eval_every, before, step):
                 pending_eval = evaluate_against_builtin(agent, config, derived_seed(config.seed, 7, step))
                 session.board.scalars({"eval/mean_return": pending_eval["mean"]}, step)
             if session.crossed(config.log_every, before, step) or step >= config.total_steps:
@@ -295,13 +318,16 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             collected = [p for p in collection_points(config) if before < p <= step]
             if collected:
                 counters["collected"] = sorted(set(counters["collected"]) | {step})
-                path = make_checkpoint(permanent=True)
+                path = save(permanent=True)
             elif session.crossed(config.checkpoint_every, before, step):
-                path = make_checkpoint()
-        if path is None or not path.endswith(checkpoint_name(step) + ".pt"):
-            path = make_checkpoint()
+                path = save()
+        if not world.any(session.disk_failed) and saved_at[0] != step:
+            path = save()
     env.close()
     session.close()
+    world.close()
+    if not world.is_main:
+        return 0
     return report_end(stop, step, path, run_dir)
 
 
