@@ -4,7 +4,7 @@ every kill that nothing was lost.
     python benchmarks/kill_soak.py --kills 20 --algos dqn selfplay
 
 Each burst runs `pongrl train` (the first) or `pongrl resume RUN` and is killed with SIGKILL after
-a random 1-12 s, which lands during rollouts, gradient updates, evaluations (every few hundred
+a random 2-20 s, which lands during rollouts, gradient updates, evaluations (every few hundred
 steps here) and checkpoint writes (frequent here on purpose). After every kill it checks:
 - the `latest` checkpoint loads (checksum, format) and its step is the highest complete checkpoint;
 - no partial file is taken as `latest` (temp files a kill leaves behind are counted, never read);
@@ -28,12 +28,12 @@ import time
 from pongrl.checkpoint import list_checkpoints, load_checkpoint, read_latest
 
 SETTINGS = {
-    "dqn": dict(total=6_000, log_every=100, step=2, flags=[
+    "dqn": dict(total=3_000, log_every=50, step=2, flags=[
         "--num-envs", "2", "--buffer-size", "5000", "--learning-starts", "200", "--batch-size", "16",
-        "--checkpoint-every", "300", "--log-every", "100", "--eval-every", "900", "--eval-episodes", "1",
+        "--checkpoint-every", "100", "--log-every", "50", "--eval-every", "600", "--eval-episodes", "1",
         "--epsilon-decay-steps", "2000", "--torch-threads", "1"]),
-    "selfplay": dict(total=12_288, log_every=256, step=256, flags=[
-        "--num-envs", "4", "--num-steps", "64", "--num-checkpoints", "3", "--checkpoint-every", "512",
+    "selfplay": dict(total=8_192, log_every=256, step=256, flags=[
+        "--num-envs", "4", "--num-steps", "64", "--num-checkpoints", "3", "--checkpoint-every", "256",
         "--log-every", "256", "--eval-every", "2048", "--eval-episodes", "1", "--torch-threads", "1"]),
 }
 
@@ -82,7 +82,7 @@ def soak(algo: str, kills: int, seed: int, keep: bool) -> tuple[int, int]:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if tried < kills:
             try:
-                process.wait(timeout=rng.uniform(1.0, 12.0))
+                process.wait(timeout=rng.uniform(2.0, 20.0))
             except subprocess.TimeoutExpired:
                 process.send_signal(signal.SIGKILL)
                 process.wait()

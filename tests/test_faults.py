@@ -115,3 +115,16 @@ def test_two_runs_with_the_same_seed_learn_the_same(tmp_path):
     first, second = metrics(runs[0]), metrics(runs[1])
     assert len(first) == 6 and first == second
     assert any(row["loss"] for row in first)  # gradient steps happened, so the comparison means something
+
+
+def test_resume_removes_the_partial_files_a_killed_write_left(small_run, tmp_path, capsys):
+    import shutil
+
+    copy = str(tmp_path / "copy")
+    shutil.copytree(small_run, copy)
+    partial = os.path.join(copy, "checkpoints", ".tmp-step_000000000400.ptab12cd")
+    with open(partial, "wb") as handle:
+        handle.write(b"half a checkpoint")
+    code, _, err = run(["resume", copy, "--extra-steps", "100"], capsys)
+    assert code == 0, err
+    assert not os.path.exists(partial) and "removed 1 partial file" in err

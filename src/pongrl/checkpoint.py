@@ -82,6 +82,17 @@ def save_checkpoint(checkpoint_dir: str, payload: dict, keep: int, permanent: bo
     return path
 
 
+def remove_partial_writes(checkpoint_dir: str) -> int:
+    """Delete temp files that a killed process left mid-write (never read, but a replay buffer's can
+    be gigabytes). Only called by the one process that trains in the run."""
+    if not os.path.isdir(checkpoint_dir):
+        return 0
+    partial = [f for f in os.listdir(checkpoint_dir) if f.startswith(".tmp-")]
+    for name in partial:
+        os.unlink(os.path.join(checkpoint_dir, name))
+    return len(partial)
+
+
 def list_checkpoints(checkpoint_dir: str) -> list[str]:
     """Names (without extension) of complete checkpoints, oldest first."""
     if not os.path.isdir(checkpoint_dir):

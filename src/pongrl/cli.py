@@ -396,6 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pongrl: interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as error:
+        from pongrl.distributed import launched_by_torchrun
+
+        if not launched_by_torchrun():
+            raise
+        # A collective failed: under torchrun that means another process of the job died.
+        first_line = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+        print(f"pongrl: error: rank {os.environ.get('RANK', '?')}: another process of this torchrun job stopped "
+              f"({first_line}); continue from the last checkpoint with pongrl resume", file=sys.stderr)
+        return 1
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
         print(f"pongrl: error: {where}{error.strerror or error}", file=sys.stderr)

@@ -21,7 +21,7 @@ import time
 from typing import Callable
 
 from pongrl import config as config_module
-from pongrl.checkpoint import atomic_write_bytes, checkpoint_name, list_checkpoints, read_latest
+from pongrl.checkpoint import atomic_write_bytes, checkpoint_name, list_checkpoints, read_latest, remove_partial_writes
 from pongrl.errors import PongrlError
 
 CONFIG_FILE = "config.yaml"
@@ -236,6 +236,9 @@ class TrainingSession:
         self._clock = (time.perf_counter(), step)
         self.steps_per_second = 0.0
         self.checkpoint_dir = checkpoint_dir(run_dir)
+        removed = remove_partial_writes(self.checkpoint_dir)
+        if removed:
+            self.progress.log(f"pongrl: removed {removed} partial file(s) an interrupted checkpoint write left behind")
         self.stop_on_disk_error = config.on_disk_error == "stop"
         self.disk_failed = False  # a checkpoint write failed and the run is to stop
 

@@ -1,0 +1,72 @@
+"""Memory soak: train for a while and watch resident memory (RSS) stay flat after the warm-up.
+
+    python benchmarks/memory_soak.py --algo dqn --minutes 60
+    python benchmarks/memory_soak.py --algo selfplay --minutes 60
+
+DQN runs with a small replay buffer (20,000 transitions) so that it is full early and the rest of the
+soak shows the steady state; self-play runs the default preset's network and rollout shape on 8
+envs. RSS of the training process (and its children) is sampled every `--every` seconds; the warm-up
+is the first `--warmup` fraction of the time. Prints the samples, then the growth from the end of
+the warm-up to the end (target: under 5%).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+FLAGS = {
+    "dqn": ["--buffer-size", "20000", "--learning-starts", "2000", "--checkpoint-every", "20000",
+            "--eval-every", "50000", "--eval-episodes", "2"],
+    "selfplay": ["--num-envs", "8", "--checkpoint-every", "50000", "--eval-every", "100000", "--eval-episodes", "2"],
+}
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of a process and all its descendants, in KiB (from /proc)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/status") as handle:
+                total += next(int(line.split()[1]) for line in handle if line.startswith("VmRSS:"))
+            with open(f"/proc/{current}/task/{current}/children") as handle:
+                todo += [int(child) for child in handle.read().split()]
+        except (OSError, StopIteration):
+            continue
+    return total
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algo", choices=sorted(FLAGS), default="dqn")
+    parser.add_argument("--minutes", type=float, default=60)
+    parser.add_argument("--every", type=float, default=30, help="seconds between samples")
+    parser.add_argument("--warmup", type=float, default=0.25, help="fraction of the time that is warm-up")
+    args = parser.parse_args()
+    run_dir = os.path.join(tempfile.mkdtemp(prefix="memory-soak-"), "run")
+    command = ["pongrl", "train", args.algo, "--run-dir", run_dir, "--total-steps", "100000000", *FLAGS[args.algo]]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = time.time()
+    samples = []
+    try:
+        while time.time() - started < args.minutes * 60 and process.poll() is None:
+            time.sleep(args.every)
+            samples.append((time.time() - started, rss_kib(process.pid)))
+            print(f"{samples[-1][0] / 60:6.1f} min  RSS {samples[-1][1] / 1024:8.1f} MiB", flush=True)
+    finally:
+        process.terminate()
+        process.wait()
+    if process.returncode not in (0, 143, -15):
+        sys.exit(f"training exited with {process.returncode}")
+    steady = [rss for t, rss in samples if t >= args.warmup * args.minutes * 60]
+    if len(steady) < 2:
+        sys.exit("too few samples after the warm-up")
+    growth = (steady[-1] - steady[0]) / steady[0] * 100
+    print(f"{args.algo}: RSS after warm-up {steady[0] / 1024:.1f} MiB, at the end {steady[-1] / 1024:.1f} MiB, "
+          f"peak {max(steady) / 1024:.1f} MiB: growth {growth:+.2f}% over {(samples[-1][0] - args.warmup * args.minutes * 60) / 60:.0f} min")
+
+
+if __name__ == "__main__":
+    main()
