@@ -112,6 +112,14 @@ DQN_PRESETS: dict[str, dict[str, Any]] = {
         eval_every=20_000,
         eval_episodes=5,
     ),
+    # RL Baselines3 Zoo's Atari DQN (hyperparams/dqn.yml, as Stable-Baselines3 runs it): one env, no n-step,
+    # no double DQN, Huber loss, Adam eps 1e-8, target copy every 1,000 env steps, 100,000 random steps
+    # first, epsilon to 0.01 over the first 10% of 10M steps. For side-by-side speed benchmarks.
+    "zoo": dict(
+        total_steps=10_000_000, num_envs=1, buffer_size=100_000, learning_rate=1e-4, adam_eps=1e-8, batch_size=32,
+        learning_starts=100_000, target_update_every=1_000, train_frequency=4, n_step=1, double_dqn=False,
+        loss="huber", max_grad_norm=10.0, epsilon_start=1.0, epsilon_end=0.01, epsilon_decay_steps=1_000_000,
+    ),
 }
 
 
@@ -188,6 +196,12 @@ SELFPLAY_PRESETS: dict[str, dict[str, Any]] = {
 PPO_PRESETS: dict[str, dict[str, Any]] = {
     "default": dict(algo="ppo", num_envs=8, total_steps=10_000_000),
     "seed": dict(algo="ppo", num_envs=8, total_steps=10_000_000, share_network=False, obs="seed"),
+    # RL Baselines3 Zoo's Atari PPO (hyperparams/ppo.yml): 8 envs x 128 steps, 4 epochs of minibatch 256, lr
+    # 2.5e-4 annealed, clip 0.1, ent 0.01, vf 0.5, shared torso, no value clipping (SB3's clip_range_vf=None).
+    # The Zoo also anneals the clip range; pongrl keeps it constant.
+    "zoo": dict(algo="ppo", num_envs=8, num_steps=128, update_epochs=4, num_minibatches=4, learning_rate=2.5e-4,
+                clip_coef=0.1, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, share_network=True, clip_vloss=False,
+                total_steps=10_000_000),
 }
 
 CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS), "ppo": (PPOConfig, PPO_PRESETS),
