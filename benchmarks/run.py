@@ -100,7 +100,7 @@ def worker(case: str, side: str, warmup: int, steps: int) -> dict:
         games = 4  # envs.py's default; one vector step moves each game once, two agent steps each
         command = [sys.executable, os.path.join(HERE, "envs.py"), "--env", side, "--steps", str(steps // (2 * games))]
         output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-        rate = float(output.strip().splitlines()[-1].split(":")[1])
+        rate = float(output.strip().splitlines()[-1].split(":")[1].replace(",", ""))
         return {"rate": rate, "peak_rss": _children_peak_rss()}
     if side == "pongrl":
         flags = ["--learning-starts", str(warmup // 2)] if case == "dqn" else []
@@ -150,9 +150,13 @@ def main():
                 command = [sys.executable, __file__, "--worker", case, side, str(warmup), str(steps)]
                 output = subprocess.run(command, capture_output=True, text=True)
                 if output.returncode != 0:
-                    sys.exit(f"{case}/{side} failed:\n{output.stderr[-3000:]}")
+                    print(f"{case}/{side} failed:\n{output.stderr[-3000:]}", file=sys.stderr)
+                    break
                 results[side].append(json.loads(output.stdout.strip().splitlines()[-1]))
-                print(f"{case} {side}: {results[side][-1]['rate']:.1f}/s", file=sys.stderr, flush=True)
+                print(f"{case} {side}: {results[side][-1]['rate']:.1f}/s, peak RSS "
+                      f"{results[side][-1]['peak_rss'] / 2**30:.2f} GiB", file=sys.stderr, flush=True)
+        if not all(results.values()):
+            continue  # a failed case is left out of the table; the others still count
         ours, theirs = (statistics.median(r["rate"] for r in results[side]) for side in sides)
         memory = [max(r["peak_rss"] for r in results[side]) / 2**30 for side in sides]
         buffers = [results[side][0].get("buffer_bytes") for side in sides]
