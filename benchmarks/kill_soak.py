@@ -75,10 +75,10 @@ def soak(algo: str, kills: int, seed: int, keep: bool) -> tuple[int, int]:
     started = time.time()
     while True:
         if read_latest(os.path.join(run_dir, "checkpoints")) is None:
-            command = ["pongrl", "train", algo, "--run-dir", run_dir, "--force", "--total-steps", str(settings["total"]),
+            command = [sys.executable, "-m", "pongrl", "train", algo, "--run-dir", run_dir, "--force", "--total-steps", str(settings["total"]),
                        *settings["flags"]]
         else:
-            command = ["pongrl", "resume", run_dir]
+            command = [sys.executable, "-m", "pongrl", "resume", run_dir]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if tried < kills:
             try:

@@ -46,7 +46,7 @@ def main():
     parser.add_argument("--warmup", type=float, default=0.25, help="fraction of the time that is warm-up")
     args = parser.parse_args()
     run_dir = os.path.join(tempfile.mkdtemp(prefix="memory-soak-"), "run")
-    command = ["pongrl", "train", args.algo, "--run-dir", run_dir, "--total-steps", "100000000", *FLAGS[args.algo]]
+    command = [sys.executable, "-m", "pongrl", "train", args.algo, "--run-dir", run_dir, "--total-steps", "100000000", *FLAGS[args.algo]]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     started = time.time()
     samples = []

@@ -221,3 +221,18 @@ def test_corrupt_and_incompatible_files_are_refused(tmp_path, capsys):
     torch.save(wrong_actions, path)
     code, _, err = run(["duel", path, "builtin"], capsys)
     assert code == 1 and "do not fit" in err
+
+
+def test_ratings_table_scores_each_player_from_its_own_side():
+    from pongrl.league import Entrant, ratings_table
+
+    def game(first_points, second_points):
+        return {"first_side": "right", "first_points": first_points, "second_points": second_points,
+                "score": first_points - second_points, "outcome": "win" if first_points > second_points else "loss",
+                "cut": False, "first_serve_penalties": 0, "second_serve_penalties": 0, "length": 100, "start_noop_frames": 0}
+
+    entrants = [Entrant("a", "a", "a.pt", "run", 10), Entrant("builtin", "built-in AI", "builtin", "", 0)]
+    records = [{"first": "builtin", "second": "a", "games": [game(21, 15), game(21, 15), game(18, 21)]}]
+    rows = {row["player"]: row for row in ratings_table(entrants, records)}
+    assert rows["a"]["win_rate_vs_builtin"] == round(1 / 3, 3) and rows["a"]["score_vs_builtin"] == -3.0
+    assert rows["built-in AI"]["rating"] == 0 and rows["a"]["rating"] < 0 and rows["a"]["games"] == 3

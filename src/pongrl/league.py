@@ -216,30 +216,45 @@ def game_results(entrants: list[Entrant], records: list[dict]) -> list[tuple[int
     return [(index[r["first"]], index[r["second"]], points[g["outcome"]]) for r in records for g in r["games"]]
 
 
+def _flipped(game: dict) -> dict:
+    """A game scored for the second player instead of the first."""
+    return {**game, "first_points": game["second_points"], "second_points": game["first_points"], "score": -game["score"],
+            "outcome": {"win": "loss", "loss": "win"}.get(game["outcome"], "draw"),
+            "first_serve_penalties": game["second_serve_penalties"], "second_serve_penalties": game["first_serve_penalties"]}
+
+
+def games_of(key: str, records: list[dict]) -> list[tuple[str, dict]]:
+    """(opponent key, game scored for `key`) for every game the player `key` took part in."""
+    found = []
+    for record in records:
+        if record["first"] == key:
+            found += [(record["second"], game) for game in record["games"]]
+        elif record["second"] == key:
+            found += [(record["first"], _flipped(game)) for game in record["games"]]
+    return found
+
+
 def ratings_table(entrants: list[Entrant], records: list[dict]) -> list[dict]:
     anchor = next((k for k, e in enumerate(entrants) if e.key == BUILTIN), None)
     ratings, errors = fit_ratings(len(entrants), game_results(entrants, records), anchor)
     rows = []
     for k, entrant in enumerate(entrants):
-        mine = [(r, g) for r in records for g in r["games"] if entrant.key in (r["first"], r["second"])]
-        versus_builtin = [g for r, g in mine if BUILTIN in (r["first"], r["second"])]
-        builtin_rate = builtin_score = ""
-        if versus_builtin and entrant.key != BUILTIN:
-            # The agent is never the built-in AI, so flip scores where the agent was second.
-            flipped = [g if r["first"] == entrant.key else {**g, "score": -g["score"], "outcome": {"win": "loss", "loss": "win"}.get(g["outcome"], "draw")}
-                       for r, g in mine if BUILTIN in (r["first"], r["second"])]
-            summary = summarize_match(flipped)
-            builtin_rate, builtin_score = round(summary["win_rate"], 3), round(summary["mean_point_difference"], 2)
+        played = games_of(entrant.key, records)
+        versus_builtin = [game for opponent, game in played if opponent == BUILTIN]
+        summary = summarize_match(versus_builtin) if versus_builtin else None
         rows.append({"player": entrant.name, "run": entrant.run, "env_step": entrant.env_step if entrant.key != BUILTIN else "",
                      "rating": round(float(ratings[k]), 1), "rating_low": round(float(ratings[k] - 1.96 * errors[k]), 1),
-                     "rating_high": round(float(ratings[k] + 1.96 * errors[k]), 1), "games": len(mine),
-                     "win_rate_vs_builtin": builtin_rate, "score_vs_builtin": builtin_score, "sha256": entrant.key})
+                     "rating_high": round(float(ratings[k] + 1.96 * errors[k]), 1), "games": len(played),
+                     "win_rate_vs_builtin": round(summary["win_rate"], 3) if summary else "",
+                     "score_vs_builtin": round(summary["mean_point_difference"], 2) if summary else "",
+                     "sha256": entrant.key})
     return sorted(rows, key=lambda row: -row["rating"])
 
 
 def write_tables(rows: list[dict], out_dir: str) -> tuple[str, str]:
-    from pongrl.checkpoint import atomic_write_bytes
     import io
+
+    from pongrl.checkpoint import atomic_write_bytes
 
     csv_path, md_path = os.path.join(out_dir, "ratings.csv"), os.path.join(out_dir, "ratings.md")
     buffer = io.StringIO()
