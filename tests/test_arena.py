@@ -155,10 +155,13 @@ def test_tiny_league_caches_matches_and_adds_only_new_pairs(ppo_run, tmp_path, c
 
 
 def test_duel_json_and_eval_against_a_checkpoint(ppo_run, seed_state_dict, capsys):
-    code, out, err = run(["duel", checkpoint(ppo_run, 256), seed_state_dict, "--games", "2", "--max-frames", "600",
-                          "--json"], capsys)
+    duel = ["duel", checkpoint(ppo_run, 256), seed_state_dict, "--games", "2", "--max-frames", "600", "--json",
+            "--sample", "first"]
+    code, out, err = run(duel, capsys)
     assert code == 0, err
     result = json.loads(out)
+    assert result["sample"] == [True, False]
+    assert json.loads(run(duel, capsys)[1])["per_game"] == result["per_game"]  # sampled play is reproducible
     assert result["games"] == 2 and result["wins"] + result["losses"] + result["draws"] == 2
     assert len(result["per_game"]) == 2 and 0 <= result["win_rate_95"][0] <= result["win_rate_95"][1] <= 1
     code, out, err = run(["eval", ppo_run, "--opponent", seed_state_dict, "--episodes", "2", "--seed", "1"], capsys)

@@ -71,9 +71,11 @@ def load_player(spec: str) -> Player:
     return Player(player_name(path, agent.env_step), agent, file_sha256(path), agent.env_step, path)
 
 
-def play_match(first: Player, second: Player, games: int, seed: int, sample: bool = False,
+def play_match(first: Player, second: Player, games: int, seed: int, sample: bool | tuple[bool, bool] = False,
                max_frames: int = DEFAULT_MAX_FRAMES) -> list[dict]:
-    """Play `games` games; one dict per game, scored for `first`."""
+    """Play `games` games; one dict per game, scored for `first`. `sample` (both players, or a pair for
+    first and second) draws actions from the policies instead of playing greedily."""
+    samples = (sample, sample) if isinstance(sample, bool) else tuple(sample)
     if games <= 0:
         raise PongrlError(f"the number of games must be positive, got {games}")
     if first.is_builtin and second.is_builtin:
@@ -81,9 +83,9 @@ def play_match(first: Player, second: Player, games: int, seed: int, sample: boo
     if first.is_builtin or second.is_builtin:
         agent_first = not first.is_builtin
         agent = (first if agent_first else second).agent
-        return [_from_single_player(game, agent_first)
-                for game in play_games(_actor(agent, seed, 1, sample), games, seed, agent.obs_profile)]
-    return _play_agents(first.agent, second.agent, games, seed, sample, max_frames)
+        actor = _actor(agent, seed, 1, samples[0] if agent_first else samples[1])
+        return [_from_single_player(game, agent_first) for game in play_games(actor, games, seed, agent.obs_profile)]
+    return _play_agents(first.agent, second.agent, games, seed, samples, max_frames)
 
 
 def _actor(agent: Agent, seed: int, stream: int, sample: bool):
@@ -108,12 +110,13 @@ def _game_record(first_side: str, first_points: int, second_points: int, cut: bo
             "length": int(length), "start_noop_frames": start}
 
 
-def _play_agents(first: Agent, second: Agent, games: int, seed: int, sample: bool, max_frames: int) -> list[dict]:
+def _play_agents(first: Agent, second: Agent, games: int, seed: int, samples: tuple[bool, bool],
+                 max_frames: int) -> list[dict]:
     """Games 2k and 2k+1 share a start (a number of no-op frames drawn from `seed`); the first
     player takes the right paddle in even games and the left one in odd games."""
     starts = np.random.default_rng([seed, 0]).integers(0, MAX_START_NOOP_FRAMES, size=(games + 1) // 2)
     plan = [(int(starts[g // 2]), g % 2 == 0) for g in range(games)]
-    act = (_actor(first, seed, 1, sample), _actor(second, seed, 2, sample))
+    act = (_actor(first, seed, 1, samples[0]), _actor(second, seed, 2, samples[1]))
     profiles = (first.obs_profile, second.obs_profile)
     results = []
     for wave in range(0, games, MAX_PARALLEL_GAMES):

@@ -76,9 +76,14 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict) -> No
 def _add_match_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--games", type=_positive_int, default=10, help="games to play, sides alternating (default 10)")
     parser.add_argument("--seed", type=_int, default=0, help="match seed (default 0)")
-    parser.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
+    parser.add_argument("--sample", nargs="?", const="both", default="none", choices=list(SAMPLE_CHOICES),
+                        help="sample actions from the policy instead of greedy: both players (--sample), "
+                             "or only the first or the second (default none)")
     parser.add_argument("--max-frames", type=_positive_int, default=100_000,
                         help="raw frames after which a two-agent game is cut and counted a draw (default 100000)")
+
+
+SAMPLE_CHOICES = {"none": (False, False), "first": (True, False), "second": (False, True), "both": (True, True)}
 
 
 def build_parser() -> Parser:
@@ -266,11 +271,12 @@ def cmd_duel(args) -> int:
     from pongrl.arena import load_player, play_match, summarize_match
 
     first, second = load_player(args.first), load_player(args.second)
-    games = play_match(first, second, args.games, args.seed, args.sample, args.max_frames)
+    sample = SAMPLE_CHOICES[args.sample] if isinstance(args.sample, str) else (args.sample, args.sample)
+    games = play_match(first, second, args.games, args.seed, sample, args.max_frames)
     summary = summarize_match(games)
     if args.json:
         print(json.dumps({"first": first.name, "second": second.name, "first_env_step": first.env_step,
-                          "second_env_step": second.env_step, "seed": args.seed, "sample": args.sample,
+                          "second_env_step": second.env_step, "seed": args.seed, "sample": list(sample),
                           **summary, "per_game": games}))
         return 0
     for index, game in enumerate(games, 1):
