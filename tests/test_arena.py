@@ -239,3 +239,30 @@ def test_ratings_table_scores_each_player_from_its_own_side():
     rows = {row["player"]: row for row in ratings_table(entrants, records)}
     assert rows["a"]["win_rate_vs_builtin"] == round(1 / 3, 3) and rows["a"]["score_vs_builtin"] == -3.0
     assert rows["built-in AI"]["rating"] == 0 and rows["a"]["rating"] < 0 and rows["a"]["games"] == 3
+
+
+def test_an_interrupted_league_keeps_its_finished_matches(ppo_run, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = str(tmp_path / "league")
+    command = [sys.executable, "-m", "pongrl", "league", ppo_run, "--games-per-pair", "2", "--max-frames", "2000",
+               "--workers", "1", "--out", out]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    matches = os.path.join(out, "matches.jsonl")
+    deadline = time.time() + 240
+    while time.time() < deadline and process.poll() is None:
+        if os.path.exists(matches) and os.path.getsize(matches) > 0:
+            process.send_signal(signal.SIGINT)
+            break
+        time.sleep(0.2)
+    _, err = process.communicate(timeout=240)
+    assert process.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    with open(matches) as handle:
+        finished = len(handle.readlines())
+    assert 1 <= finished < 3
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"3 pairs, {finished} cached, {3 - finished} to play" in rerun.stderr
