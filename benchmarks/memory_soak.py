@@ -11,6 +11,7 @@ the warm-up to the end (target: under 5%).
 """
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,8 @@ def main():
     run_dir = os.path.join(tempfile.mkdtemp(prefix="memory-soak-"), "run")
     command = [sys.executable, "-m", "pongrl", "train", args.algo, "--run-dir", run_dir, "--total-steps", "100000000", *FLAGS[args.algo]]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # A SIGTERM to the soak must not orphan the training process: turn it into an exit that runs `finally`.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.time()
     samples = []
     try:
