@@ -250,7 +250,10 @@ def test_an_interrupted_league_keeps_its_finished_matches(ppo_run, tmp_path):
     out = str(tmp_path / "league")
     command = [sys.executable, "-m", "pongrl", "league", ppo_run, "--games-per-pair", "2", "--max-frames", "2000",
                "--workers", "1", "--out", out]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A test runner started in the background inherits an ignored SIGINT (the shell's rule for `&` jobs);
+    # give the league the default disposition, as an interactive terminal would.
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     matches = os.path.join(out, "matches.jsonl")
     deadline = time.time() + 240
     while time.time() < deadline and process.poll() is None:
@@ -259,7 +262,7 @@ def test_an_interrupted_league_keeps_its_finished_matches(ppo_run, tmp_path):
             break
         time.sleep(0.2)
     _, err = process.communicate(timeout=240)
-    assert process.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert process.returncode == 130 and "interrupted" in err and "Traceback" not in err, (process.returncode, err)
     with open(matches) as handle:
         finished = len(handle.readlines())
     assert 1 <= finished < 3
