@@ -269,3 +269,10 @@ def test_an_interrupted_league_keeps_its_finished_matches(ppo_run, tmp_path):
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=240)
     assert rerun.returncode == 0, rerun.stderr
     assert f"3 pairs, {finished} cached, {3 - finished} to play" in rerun.stderr
+
+
+def test_the_command_line_frame_cap_is_the_match_env_default():
+    from pongrl import cli
+    from pongrl.envs.match import DEFAULT_MAX_FRAMES
+
+    assert cli.MAX_FRAMES == DEFAULT_MAX_FRAMES

@@ -92,6 +92,21 @@ def _load_weights(network: torch.nn.Module, state_dict, path: str) -> None:
         raise PongrlError(f"{path}: weights do not fit the network ({reason})") from None
 
 
+# Where each algorithm's checkpoint keeps the network that plays, inside payload["state"].
+PLAYING_NETWORK = {"dqn": "q_network", "ppo": "agent", "selfplay": "agent"}
+
+
+def playing_weights(payload: dict) -> dict:
+    """The state_dict of the network that plays, from a validated pongrl checkpoint."""
+    algo = payload.get("algo")
+    if algo not in PLAYING_NETWORK:
+        raise PongrlError(f"{payload['path']}: algorithm {algo!r} cannot be loaded as an agent")
+    try:
+        return payload["state"][PLAYING_NETWORK[algo]]
+    except (KeyError, TypeError):
+        raise PongrlError(f"{payload['path']}: the checkpoint lacks its network weights") from None
+
+
 def load_agent(path: str) -> Agent:
     """Load the playing part of a pongrl checkpoint of any algorithm (a run directory means its
     latest), or a bare state_dict saved by the self-play card's code (`torch.save(agent.state_dict())`)."""
@@ -105,17 +120,15 @@ def load_agent(path: str) -> Agent:
         raise PongrlError(f"{path}: neither a pongrl checkpoint nor a seed-format state_dict")
     payload = validate_checkpoint(path, payload)
     step = int(payload.get("env_step", 0))
-    algo = payload.get("algo")
+    weights = playing_weights(payload)
+    if payload["algo"] == "dqn":
+        network = QNetwork(NUM_ACTIONS)
+        _load_weights(network, weights, path)
+        return QAgent(network, name=path, env_step=step)
     try:
-        state = payload["state"]
-        if algo == "dqn":
-            network = QNetwork(NUM_ACTIONS)
-            _load_weights(network, state["q_network"], path)
-            return QAgent(network, name=path, env_step=step)
-        if algo in ("ppo", "selfplay"):
-            network = ActorCritic(NUM_ACTIONS, share_network=bool(payload["config"]["share_network"]))
-            _load_weights(network, state["agent"], path)
-            return PolicyAgent(network.eval(), payload["obs_profile"], name=path, env_step=step)
+        shared, profile = bool(payload["config"]["share_network"]), payload["obs_profile"]
     except (KeyError, TypeError):
-        raise PongrlError(f"{path}: the checkpoint lacks its network weights") from None
-    raise PongrlError(f"{path}: algorithm {algo!r} cannot be loaded as an agent")
+        raise PongrlError(f"{path}: the checkpoint lacks its configuration") from None
+    network = ActorCritic(NUM_ACTIONS, share_network=shared)
+    _load_weights(network, weights, path)
+    return PolicyAgent(network.eval(), profile, name=path, env_step=step)

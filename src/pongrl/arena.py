@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pongrl.agent import Agent, load_agent
-from pongrl.checkpoint import resolve
+from pongrl.checkpoint import resolve, run_name
 from pongrl.envs.match import DEFAULT_MAX_FRAMES, LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
 from pongrl.errors import PongrlError
 from pongrl.evaluate import play_games
@@ -55,10 +55,8 @@ def file_sha256(path: str) -> str:
 
 def player_name(path: str, env_step: int) -> str:
     """A short readable name: `<run>@<step>` for a run's checkpoint, else the file name."""
-    directory, file = os.path.split(os.path.abspath(path))
-    if os.path.basename(directory) == "checkpoints":
-        return f"{os.path.basename(os.path.dirname(directory))}@{env_step}"
-    return file
+    run = run_name(path)
+    return f"{run}@{env_step}" if run else os.path.basename(path)
 
 
 def load_player(spec: str) -> Player:
@@ -173,6 +171,7 @@ def summarize_match(games: list[dict]) -> dict:
         "games": len(games), "wins": wins, "losses": losses, "draws": draws,
         "win_rate": (wins + 0.5 * draws) / len(games), "win_rate_95": [low, high],
         "mean_point_difference": float(scores.mean()),
+        "point_difference_std": float(scores.std()),
         "point_difference_stderr": float(scores.std(ddof=1) / math.sqrt(len(scores))) if len(scores) > 1 else 0.0,
         "first_serve_penalties": int(sum(g["first_serve_penalties"] for g in games)),
         "second_serve_penalties": int(sum(g["second_serve_penalties"] for g in games)),

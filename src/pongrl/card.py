@@ -7,27 +7,18 @@ run's config, and a replay video. It is built in a temp folder and renamed into 
 """
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import tempfile
 
-import torch
 import yaml
 
+from pongrl.agent import playing_weights
 from pongrl.arena import load_player, play_match, summarize_match
-from pongrl.checkpoint import atomic_write_bytes, load_checkpoint, resolve
+from pongrl.checkpoint import load_checkpoint, resolve, write_torch_file
 from pongrl.errors import PongrlError
 
 ALGO_TAGS = {"dqn": ["dqn", "deep-q-learning"], "ppo": ["ppo"], "selfplay": ["ppo", "self-play", "multi-agent"]}
-NETWORK_KEYS = {"dqn": "q_network", "ppo": "agent", "selfplay": "agent"}
-
-
-def network_state_dict(payload: dict) -> dict:
-    try:
-        return payload["state"][NETWORK_KEYS[payload["algo"]]]
-    except KeyError:
-        raise PongrlError(f"{payload['path']}: the checkpoint lacks its network weights") from None
 
 
 def card_metadata(algo: str, summary: dict, games: int) -> dict:
@@ -56,20 +47,17 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
     checkpoint = resolve(run_or_checkpoint)
     payload = load_checkpoint(checkpoint)
     algo, config, step = payload["algo"], payload["config"], int(payload["env_step"])
-    state_dict = network_state_dict(payload)
+    state_dict = playing_weights(payload)
     player = load_player(checkpoint)
     results = play_match(player, load_player("builtin"), games, seed)
     summary = summarize_match(results)
     scores = [g["score"] for g in results]
-    summary["point_difference_std"] = float(torch.tensor(scores, dtype=torch.float64).std(unbiased=False))
 
     parent = os.path.dirname(os.path.abspath(out_dir))
     os.makedirs(parent, exist_ok=True)
     temp = tempfile.mkdtemp(prefix=".card-", dir=parent)
     try:
-        buffer = io.BytesIO()
-        torch.save(state_dict, buffer)
-        atomic_write_bytes(os.path.join(temp, "model.pt"), buffer.getvalue())
+        write_torch_file(os.path.join(temp, "model.pt"), state_dict)
         from safetensors.torch import save_file
 
         # A shared torso appears under both actor_network.* and critic_network.* (the seed's keys);

@@ -52,6 +52,13 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
     atomic_write(path, lambda stream: stream.write(data))
 
 
+def write_torch_file(path: str, obj) -> None:
+    """torch.save through atomic_write: a bare state_dict for other code to load."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
 def checkpoint_name(env_step: int) -> str:
     return f"step_{env_step:012d}"
 
@@ -130,10 +137,26 @@ def read_latest(checkpoint_dir: str) -> str | None:
         return handle.read().strip() or None
 
 
+CHECKPOINTS = "checkpoints"  # the folder of a run that holds its checkpoints
+
+
+def checkpoints_folder(run_or_folder: str) -> str:
+    """A run directory's checkpoints folder (given the run, or the folder itself)."""
+    if os.path.basename(os.path.normpath(run_or_folder)) == CHECKPOINTS:
+        return run_or_folder
+    return os.path.join(run_or_folder, CHECKPOINTS)
+
+
+def run_name(checkpoint_file: str) -> str:
+    """The name of the run a checkpoint file belongs to, or "" for a file outside a run."""
+    folder = os.path.dirname(os.path.abspath(checkpoint_file))
+    return os.path.basename(os.path.dirname(folder)) if os.path.basename(folder) == CHECKPOINTS else ""
+
+
 def resolve(path: str) -> str:
     """Accept a run directory, its checkpoints directory, or a checkpoint file; return the file."""
     if os.path.isdir(path):
-        checkpoint_dir = path if os.path.basename(os.path.normpath(path)) == "checkpoints" else os.path.join(path, "checkpoints")
+        checkpoint_dir = checkpoints_folder(path)
         name = read_latest(checkpoint_dir)
         if name is None:
             raise PongrlError(f"{path}: no checkpoint found (no {os.path.join(checkpoint_dir, LATEST)})")

@@ -73,14 +73,23 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict) -> No
             parser.add_argument(flag, type=str, default=None, help=helptext)
 
 
+# pong_v3's max_cycles: raw frames after which a two-agent game is cut (pongrl.envs.match.DEFAULT_MAX_FRAMES,
+# not imported here so that `--help` does not load the emulators).
+MAX_FRAMES = 100_000
+
+
+def _add_frame_cap(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-frames", type=_positive_int, default=MAX_FRAMES,
+                        help=f"raw frames after which a two-agent game is cut and counted a draw (default {MAX_FRAMES})")
+
+
 def _add_match_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--games", type=_positive_int, default=10, help="games to play, sides alternating (default 10)")
     parser.add_argument("--seed", type=_int, default=0, help="match seed (default 0)")
     parser.add_argument("--sample", nargs="?", const="both", default="none", choices=list(SAMPLE_CHOICES),
                         help="sample actions from the policy instead of greedy: both players (--sample), "
                              "or only the first or the second (default none)")
-    parser.add_argument("--max-frames", type=_positive_int, default=100_000,
-                        help="raw frames after which a two-agent game is cut and counted a draw (default 100000)")
+    _add_frame_cap(parser)
 
 
 SAMPLE_CHOICES = {"none": (False, False), "first": (True, False), "second": (False, True), "both": (True, True)}
@@ -144,8 +153,7 @@ def build_parser() -> Parser:
                         help="all pairs, or each checkpoint against its run's neighbours (default auto: all up to 12 players)")
     league.add_argument("--seed", type=_int, default=0, help="match seed (default 0)")
     league.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
-    league.add_argument("--max-frames", type=_positive_int, default=100_000,
-                        help="raw frames after which a two-agent game is cut and counted a draw (default 100000)")
+    _add_frame_cap(league)
     league.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
                         help="matches played at once, one process each (default: the number of cores)")
 
@@ -250,7 +258,7 @@ def cmd_eval(args) -> int:
     if not 0.0 <= args.epsilon <= 1.0:
         raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
     if args.opponent.strip().lower() != "builtin" or args.sample:
-        args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, args.episodes, 100_000
+        args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, args.episodes, MAX_FRAMES
         return cmd_duel(args)
     agent = load_agent(args.checkpoint)
     games = evaluate_agent(agent, args.episodes, args.seed, args.epsilon)
@@ -327,29 +335,22 @@ def cmd_card(args) -> int:
 
 
 def cmd_export(args) -> int:
-    import io
-
-    import torch
-
-    from pongrl.checkpoint import atomic_write_bytes, load_checkpoint
+    from pongrl.agent import playing_weights
+    from pongrl.checkpoint import load_checkpoint, write_torch_file
 
     if os.path.exists(args.out) and not args.force:
         raise PongrlError(f"{args.out}: exists (use --force to overwrite)")
     payload = load_checkpoint(args.checkpoint)
     if payload.get("algo") not in ("ppo", "selfplay"):
         raise PongrlError(f"{payload['path']}: only PPO agents have the self-play card's format (this is {payload.get('algo')!r})")
-    data = io.BytesIO()
-    torch.save(payload["state"]["agent"], data)
-    atomic_write_bytes(args.out, data.getvalue())
+    write_torch_file(args.out, playing_weights(payload))
     print(f"{args.out}: seed-format state_dict ({'shared' if payload['config']['share_network'] else 'separate'} torsos, "
           f"step {payload['env_step']}, observation profile {payload['obs_profile']})")
     return 0
 
 
 def cmd_plot(args) -> int:
-    from pongrl.media import plot_runs
-
-    from pongrl.media import plot_league
+    from pongrl.media import plot_league, plot_runs
 
     leagues = [d for d in args.runs if os.path.exists(os.path.join(d, "ratings.csv"))]
     runs = [d for d in args.runs if d not in leagues]

@@ -67,11 +67,15 @@ class World:
 
     def mean(self, value: float) -> float:
         """A Python number averaged over the ranks."""
+        return self.means({"value": value})["value"]
+
+    def means(self, values: dict[str, float]) -> dict[str, float]:
+        """Python numbers averaged over the ranks, in one all-reduce (every rank passes the same keys)."""
         if not self.active:
-            return value
-        tensor = torch.tensor([value], dtype=torch.float64, device=self.device)
+            return values
+        tensor = torch.tensor(list(values.values()), dtype=torch.float64, device=self.device)
         dist.all_reduce(tensor)
-        return float(tensor.item()) / self.size
+        return {key: float(total) / self.size for key, total in zip(values, tensor.tolist())}
 
     def any(self, flag: bool) -> bool:
         """True on every rank when it is true on one (stops and disk faults end all ranks together)."""
@@ -112,9 +116,15 @@ def init_world(device: torch.device) -> World:
     return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")), device)
 
 
-def split_envs(num_envs: int, world: World, unit: int = 1) -> int:
-    """This rank's share of `num_envs` environments; `unit` is 2 in self-play (a game is two envs)."""
-    if num_envs % (world.size * unit):
-        raise PongrlError(f"--num-envs {num_envs} does not split evenly over {world.size} processes"
+def split_envs(config, world: World) -> int:
+    """This rank's share of the envs. In self-play a game is two envs, and every rank's rollout must
+    split into the same whole minibatches, so that an update is the one-process update on the union."""
+    unit = 2 if config.algo == "selfplay" else 1
+    if config.num_envs % (world.size * unit):
+        raise PongrlError(f"--num-envs {config.num_envs} does not split evenly over {world.size} processes"
                           + (" (in self-play each process needs whole games, two envs each)" if unit == 2 else ""))
-    return num_envs // world.size
+    share = config.num_envs // world.size
+    if (share * config.num_steps) % config.num_minibatches:
+        raise PongrlError(f"--num-minibatches {config.num_minibatches} must divide each process's rollout "
+                          f"({share} envs x {config.num_steps} steps)")
+    return share

@@ -27,7 +27,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from pongrl.arena import BUILTIN, Player, load_player, play_match, summarize_match
-from pongrl.checkpoint import list_checkpoints
+from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_name
 from pongrl.errors import PongrlError
 
 ELO_PER_NAT = 400 / math.log(10)
@@ -51,7 +51,7 @@ def collect_entrants(inputs: list[str], include_builtin: bool) -> list[Entrant]:
     entrants: dict[str, Entrant] = {}
     for spec in inputs:
         if os.path.isdir(spec):
-            checkpoint_dir = spec if os.path.basename(os.path.normpath(spec)) == "checkpoints" else os.path.join(spec, "checkpoints")
+            checkpoint_dir = checkpoints_folder(spec)
             names = list_checkpoints(checkpoint_dir)
             if not names:
                 raise PongrlError(f"{spec}: not a run directory with checkpoints")
@@ -62,9 +62,7 @@ def collect_entrants(inputs: list[str], include_builtin: bool) -> list[Entrant]:
             raise PongrlError(f"{spec}: no such file or directory")
         for path in paths:
             player = load_player(path)
-            folder = os.path.dirname(os.path.abspath(path))
-            run = os.path.basename(os.path.dirname(folder)) if os.path.basename(folder) == "checkpoints" else ""
-            entrants.setdefault(player.sha256, Entrant(player.sha256, player.name, path, run, player.env_step))
+            entrants.setdefault(player.sha256, Entrant(player.sha256, player.name, path, run_name(path), player.env_step))
     result = list(entrants.values())
     if include_builtin:
         result.append(Entrant(BUILTIN, "built-in AI", BUILTIN, "", 0))

@@ -21,20 +21,19 @@ import time
 from typing import Callable
 
 from pongrl import config as config_module
-from pongrl.checkpoint import atomic_write_bytes, checkpoint_name, list_checkpoints, read_latest, remove_partial_writes
+from pongrl.checkpoint import CHECKPOINTS, atomic_write_bytes, list_checkpoints, read_latest, remove_partial_writes
 from pongrl.errors import PongrlError
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
-CHECKPOINT_DIR = "checkpoints"
 
 
 def checkpoint_dir(run_dir: str) -> str:
-    return os.path.join(run_dir, CHECKPOINT_DIR)
+    return os.path.join(run_dir, CHECKPOINTS)
 
 
 def holds_run(run_dir: str) -> bool:
-    return any(os.path.exists(os.path.join(run_dir, name)) for name in (CONFIG_FILE, METRICS_FILE, CHECKPOINT_DIR))
+    return any(os.path.exists(os.path.join(run_dir, name)) for name in (CONFIG_FILE, METRICS_FILE, CHECKPOINTS))
 
 
 def prepare_new_run(run_dir: str, config, force: bool) -> None:
@@ -45,7 +44,7 @@ def prepare_new_run(run_dir: str, config, force: bool) -> None:
         if not force:
             raise PongrlError(f"{run_dir}: already holds a run (use 'pongrl resume {run_dir}' or --force to start over)")
         for name in os.listdir(run_dir):
-            if name in (CONFIG_FILE, METRICS_FILE, CHECKPOINT_DIR) or name.startswith("events.out.tfevents"):
+            if name in (CONFIG_FILE, METRICS_FILE, CHECKPOINTS) or name.startswith("events.out.tfevents"):
                 path = os.path.join(run_dir, name)
                 shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
     try:
@@ -228,33 +227,49 @@ class TrainingSession:
     """
 
     def __init__(self, run_dir: str, config, columns: list[str], step: int, resumed_at: int | None,
-                 wall_seconds: float, description: str):
-        self.metrics = MetricsLog(os.path.join(run_dir, METRICS_FILE), columns, resumed_at)
-        self.board = TensorBoard(run_dir, config, purge_step=resumed_at + 1 if resumed_at is not None else None)
-        self.progress = Progress(config.total_steps, step, description)
+                 wall_seconds: float, description: str, writes: bool = True):
+        # Under torchrun only rank 0 writes (`writes=False` elsewhere): the other ranks keep the same
+        # clock and decisions with silent stand-ins for the files and the terminal.
+        self.writes = writes
+        if writes:
+            self.metrics = MetricsLog(os.path.join(run_dir, METRICS_FILE), columns, resumed_at)
+            self.board = TensorBoard(run_dir, config, purge_step=resumed_at + 1 if resumed_at is not None else None)
+            self.progress = Progress(config.total_steps, step, description)
+        else:
+            self.metrics = self.board = self.progress = _Silent()
         self.stopwatch = Stopwatch(wall_seconds)
         self._clock = (time.perf_counter(), step)
         self.steps_per_second = 0.0
         self.checkpoint_dir = checkpoint_dir(run_dir)
-        removed = remove_partial_writes(self.checkpoint_dir)
-        if removed:
-            self.progress.log(f"pongrl: removed {removed} partial file(s) an interrupted checkpoint write left behind")
+        if writes:
+            removed = remove_partial_writes(self.checkpoint_dir)
+            if removed:
+                self.progress.log(f"pongrl: removed {removed} partial file(s) an interrupted checkpoint write left behind")
         self.stop_on_disk_error = config.on_disk_error == "stop"
         self.disk_failed = False  # a checkpoint write failed and the run is to stop
+        self.checkpoint_path: str | None = None  # the newest checkpoint written in this session
+        self.saved_step: int | None = None  # its step
+        self.checkpointed_step: int | None = None  # the step of the last attempt, the same on every rank
 
-    def checkpoint(self, write: Callable[[], str], step: int, previous: str | None) -> str | None:
-        """Write a checkpoint with `write`. A disk fault (full, read-only, gone) leaves the previous
-        checkpoint intact (writes go through temp files), is reported in one line, and stops the
-        run or lets it go on, as --on-disk-error says. Returns the new path, or `previous`."""
+    def checkpoint(self, write: Callable[[], str], step: int) -> None:
+        """Write a checkpoint of `step` with `write`. A disk fault (full, read-only, gone) leaves the
+        previous checkpoint intact (writes go through temp files), is reported in one line, and stops
+        the run or lets it go on, as --on-disk-error says."""
+        self.checkpointed_step = step
+        if not self.writes:
+            return
         try:
-            return write()
+            self.checkpoint_path, self.saved_step = write(), step
         except OSError as error:
             self.disk_failed = self.stop_on_disk_error
             intact = read_latest(self.checkpoint_dir)
             self.progress.log(f"pongrl: could not write the checkpoint of step {step} ({error.strerror or error}); "
                               f"the previous one ({intact or 'none yet'}) is intact; "
                               + ("stopping" if self.disk_failed else "training goes on (--on-disk-error continue)"))
-            return previous
+
+    def needs_final_checkpoint(self, step: int) -> bool:
+        """At the end of a loop: true unless this step was just checkpointed or the disk stopped the run."""
+        return not self.disk_failed and self.checkpointed_step != step
 
     @staticmethod
     def crossed(every: int, before: int, after: int) -> bool:
@@ -288,47 +303,30 @@ class TrainingSession:
         self.metrics.close()
         self.board.close()
 
-
-class _NoBoard:
-    def scalars(self, values: dict, step: int) -> None:
-        pass
-
-
-class QuietSession(TrainingSession):
-    """The session of a rank other than 0 under torchrun: the same clock and decisions, no files
-    (rank 0 alone writes metrics, TensorBoard events and checkpoints)."""
-
-    def __init__(self, run_dir: str, config, columns: list[str], step: int, resumed_at: int | None,
-                 wall_seconds: float, description: str):
-        self.board = _NoBoard()
-        self.stopwatch = Stopwatch(wall_seconds)
-        self.steps_per_second = 0.0
-        self.disk_failed = False
-
-    def log(self, step: int, row: dict, scalars: dict) -> dict:
-        return row
-
-    def show_progress(self, step: int, recent_returns, **extra) -> None:
-        pass
-
-    def checkpoint(self, write, step: int, previous: str | None) -> str | None:
-        return previous
-
-    def close(self) -> None:
-        pass
+    def end(self, stop: StopSignal, step: int, run_dir: str) -> int:
+        """Close, say how training ended and return the exit code: 0, 128 + signal when stopped by
+        one, 1 when the last checkpoint could not be written (the previous one is intact)."""
+        self.close()
+        if not self.writes:
+            return 0
+        if self.saved_step != step:
+            print(f"pongrl: stopped at step {step} without a checkpoint of it (the disk refused the write); the latest "
+                  f"intact one is {read_latest(self.checkpoint_dir) or 'none'}; free space or fix permissions, then: "
+                  f"pongrl resume {run_dir}", file=sys.stderr)
+            return 1
+        if stop.received:
+            print(f"pongrl: stopped at step {step}; checkpoint {self.checkpoint_path}; continue with: pongrl resume {run_dir}",
+                  file=sys.stderr)
+            return stop.exit_code
+        print(f"pongrl: finished at step {step}; checkpoint {self.checkpoint_path}", file=sys.stderr)
+        return 0
 
 
-def report_end(stop: StopSignal, step: int, checkpoint_path: str | None, run_dir: str) -> int:
-    """Say how training ended and return the exit code: 0, 128 + signal when stopped by one, 1 when
-    the last checkpoint could not be written (the previous one is intact)."""
-    if checkpoint_path is None or not checkpoint_path.endswith(checkpoint_name(step) + ".pt"):
-        print(f"pongrl: stopped at step {step} without a checkpoint of it (the disk refused the write); the latest "
-              f"intact one is {checkpoint_path or 'none'}; free space or fix permissions, then: pongrl resume {run_dir}",
-              file=sys.stderr)
-        return 1
-    if stop.received:
-        print(f"pongrl: stopped at step {step}; checkpoint {checkpoint_path}; continue with: pongrl resume {run_dir}",
-              file=sys.stderr)
-        return stop.exit_code
-    print(f"pongrl: finished at step {step}; checkpoint {checkpoint_path}", file=sys.stderr)
-    return 0
+class _Silent:
+    """Accepts any call and does nothing: the metrics, TensorBoard and terminal of a rank that does
+    not write."""
+
+    interactive = True  # so that TrainingSession.log prints nothing either
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None

@@ -25,7 +25,7 @@ from pongrl.evaluate import evaluate_agent, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer
 from pongrl.learner import LearnerState, make_adam, start_learner
-from pongrl.run import StopSignal, TrainingSession, checkpoint_dir, report_end
+from pongrl.run import StopSignal, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
 METRIC_COLUMNS = [
@@ -115,7 +115,6 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             buffer.save(os.path.join(checkpoint_dir(run_dir), payload["replay_buffer"]))
         return save_checkpoint(checkpoint_dir(run_dir), payload, keep=config.keep_checkpoints)
 
-    path = None
     with StopSignal() as stop:
         while env_step < config.total_steps and not stop.received and not session.disk_failed:
             # 1. Act: epsilon-greedy on the current stacks, random until learning starts.
@@ -185,12 +184,11 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 losses, q_means, pending_eval = [], [], None
             session.show_progress(env_step, recent_returns, eps=f"{epsilon:.2f}")
             if session.crossed(config.checkpoint_every, before, env_step):
-                path = session.checkpoint(make_checkpoint, env_step, path)
-        if not session.disk_failed and (path is None or not path.endswith(checkpoint_name(env_step) + ".pt")):
-            path = session.checkpoint(make_checkpoint, env_step, path)
+                session.checkpoint(make_checkpoint, env_step)
+        if session.needs_final_checkpoint(env_step):
+            session.checkpoint(make_checkpoint, env_step)
     env.close()
-    session.close()
-    return report_end(stop, env_step, path, run_dir)
+    return session.end(stop, env_step, run_dir)
 
 
 def _gradient_step(config, buffer, rng, q_network, target_network, optimizer, device):

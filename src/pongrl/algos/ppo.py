@@ -24,7 +24,7 @@ from pongrl.checkpoint import save_checkpoint
 from pongrl.distributed import World, init_world, split_envs
 from pongrl.nets import ActorCritic
 from pongrl.learner import LearnerState, make_adam, start_learner
-from pongrl.run import QuietSession, StopSignal, TrainingSession, checkpoint_dir, report_end
+from pongrl.run import StopSignal, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
 NUM_ACTIONS = 6
@@ -110,7 +110,7 @@ def ppo_update(agent: ActorCritic, optimizer: torch.optim.Optimizer, batch: dict
                 totals.setdefault(key, []).append(value.item())
         if config.target_kl and world.mean(float(np.mean(totals["approx_kl"][-config.num_minibatches:]))) > config.target_kl:
             break
-    stats = {key: world.mean(float(np.mean(values))) for key, values in totals.items()}
+    stats = world.means({key: float(np.mean(values)) for key, values in totals.items()})
     variance = batch["returns"].var()
     stats["explained_variance"] = float(1 - (batch["returns"] - batch["values"]).var() / variance) if variance > 0 else float("nan")
     return stats
@@ -176,13 +176,13 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     # Under torchrun this process steps its share of the envs, seeded as those envs would be in one
     # process; it starts from rank 0's weights and samples from its own random streams.
     world = init_world(device)
-    unit = 2 if config.algo == "selfplay" else 1
-    n, horizon = split_envs(config.num_envs, world, unit), config.num_steps
+    n, horizon = split_envs(config, world), config.num_steps
     world.broadcast_module(agent)
     if world.rank:
         torch.manual_seed(derived_seed(config.seed, 1000 + world.rank, step))
         state.torch_generator.manual_seed(derived_seed(config.seed, 2000 + world.rank, step))
-    env = make_env(config, counters["env_seed"] + world.rank * (n // unit), n)
+    games_before = world.rank * (n // 2 if config.algo == "selfplay" else n)  # envs seeded per game
+    env = make_env(config, counters["env_seed"] + games_before, n)
 
     # Rollout storage, allocated once: observations stay uint8 until the network sees them.
     obs_buffer = torch.zeros((horizon, n, 84, 84, 4), dtype=torch.uint8)
@@ -229,8 +229,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             session.board.scalars({f"charts/episodic_return{player}": float(score),
                                    f"charts/episodic_length{player}": int(length)}, step)
 
-    session = (TrainingSession if world.is_main else QuietSession)(
-        run_dir, config, METRIC_COLUMNS, step, step if resume_from else None, counters["wall_seconds"], config.algo)
+    session = TrainingSession(run_dir, config, METRIC_COLUMNS, step, step if resume_from else None,
+                              counters["wall_seconds"], config.algo, writes=world.is_main)
     pending_eval, update_stats, update_seconds = None, {}, 0.0
 
     def make_checkpoint(permanent: bool = False) -> str:
@@ -238,16 +238,11 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         return save_checkpoint(checkpoint_dir(run_dir), state.payload(), keep=config.keep_checkpoints,
                                permanent=permanent)
 
-    saved_at = [None]  # the step of the last checkpoint attempt, the same on every rank
-
-    def save(permanent: bool = False) -> str | None:
+    def save(permanent: bool = False) -> None:
         """Rank 0 writes; the other ranks wait for it at a barrier."""
-        written = session.checkpoint(lambda: make_checkpoint(permanent), step, path)
-        saved_at[0] = step
+        session.checkpoint(lambda: make_checkpoint(permanent), step)
         world.barrier()
-        return written
 
-    path = None
     with StopSignal() as stop:
         while step < config.total_steps and not world.any(stop.received or session.disk_failed):
             learning_rate = learning_rate_at(config, step)
@@ -318,17 +313,14 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             collected = [p for p in collection_points(config) if before < p <= step]
             if collected:
                 counters["collected"] = sorted(set(counters["collected"]) | {step})
-                path = save(permanent=True)
+                save(permanent=True)
             elif session.crossed(config.checkpoint_every, before, step):
-                path = save()
-        if not world.any(session.disk_failed) and saved_at[0] != step:
-            path = save()
+                save()
+        if not world.any(session.disk_failed) and session.needs_final_checkpoint(step):
+            save()
     env.close()
-    session.close()
     world.close()
-    if not world.is_main:
-        return 0
-    return report_end(stop, step, path, run_dir)
+    return session.end(stop, step, run_dir)
 
 
 def evaluate_against_builtin(agent: ActorCritic, config, seed: int) -> dict:
