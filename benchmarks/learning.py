@@ -17,12 +17,12 @@ import numpy as np
 
 def train(args) -> None:
     if os.path.exists(os.path.join(args.run_dir, "config.yaml")):
-        command = ["pongrl", "resume", args.run_dir, "--total-steps", str(args.total_steps)]
+        command = [sys.executable, "-m", "pongrl", "resume", args.run_dir, "--total-steps", str(args.total_steps)]
     else:
-        command = ["pongrl", "train", args.algo, "--preset", args.preset, "--run-dir", args.run_dir,
+        command = [sys.executable, "-m", "pongrl", "train", args.algo, "--preset", args.preset, "--run-dir", args.run_dir,
                    "--total-steps", str(args.total_steps), "--eval-every", str(args.eval_every), "--eval-episodes", "10"]
     print("$", " ".join(command), flush=True)
-    code = subprocess.call(command)
+    code = subprocess.call(command)  # the interpreter running this script, so no activated venv is needed
     if code not in (0, 130, 143):
         sys.exit(code)
 

@@ -32,8 +32,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 # ---- one measurement, in its own process ---------------------------------------------------------
-def pongrl_rate(algo: str, warmup: int, steps: int, extra: list[str]) -> float:
-    """Steps/s of `pongrl train ALGO --preset zoo` between the logged steps `warmup` and `warmup + steps`."""
+PHASES = ("env", "inference", "update")
+
+
+def pongrl_rate(algo: str, warmup: int, steps: int, extra: list[str]) -> tuple[float, dict]:
+    """Steps/s of `pongrl train ALGO --preset zoo` between the logged steps `warmup` and `warmup + steps`,
+    and the share of that time in each phase the run logs (PPO: env, inference, update)."""
     import csv
 
     from pongrl.cli import main
@@ -46,7 +50,10 @@ def pongrl_rate(algo: str, warmup: int, steps: int, extra: list[str]) -> float:
     assert code == 0
     with open(os.path.join(run_dir, "metrics.csv")) as handle:
         rows = [r for r in csv.DictReader(handle) if int(r["env_step"]) >= warmup]
-    return (int(rows[-1]["env_step"]) - int(rows[0]["env_step"])) / (float(rows[-1]["wall_seconds"]) - float(rows[0]["wall_seconds"]))
+    seconds = float(rows[-1]["wall_seconds"]) - float(rows[0]["wall_seconds"])
+    shares = {phase: sum(float(r[f"{phase}_seconds"]) for r in rows[1:]) / seconds
+              for phase in PHASES if rows[-1].get(f"{phase}_seconds")}
+    return (int(rows[-1]["env_step"]) - int(rows[0]["env_step"])) / seconds, shares
 
 
 class _Clock:
@@ -104,7 +111,7 @@ def worker(case: str, side: str, warmup: int, steps: int) -> dict:
         return {"rate": rate, "peak_rss": _children_peak_rss()}
     if side == "pongrl":
         flags = ["--learning-starts", str(warmup // 2)] if case == "dqn" else []
-        rate = pongrl_rate(case, warmup, steps, flags)
+        rate, extra["phases"] = pongrl_rate(case, warmup, steps, flags)
         if case == "dqn":
             from pongrl.replay import FrameReplayBuffer
 
@@ -160,7 +167,11 @@ def main():
         ours, theirs = (statistics.median(r["rate"] for r in results[side]) for side in sides)
         memory = [max(r["peak_rss"] for r in results[side]) / 2**30 for side in sides]
         buffers = [results[side][0].get("buffer_bytes") for side in sides]
-        rows.append((case, sides, ours, theirs, memory, buffers, steps, [[r["rate"] for r in results[s]] for s in sides]))
+        ours_runs = results[sides[0]]
+        phases = ", ".join(f"{phase} {statistics.median(r['phases'][phase] for r in ours_runs):.0%}"
+                           for phase in ours_runs[0].get("phases") or {})
+        rows.append((case, sides, ours, theirs, memory, buffers, steps, [[r["rate"] for r in results[s]] for s in sides],
+                     phases))
     versions = _versions()
     lines = ["# Side-by-side benchmarks", "",
              f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''}` (medians of {args.repeats} runs per "
@@ -168,11 +179,13 @@ def main():
              f"{versions}. Date: {time.strftime('%Y-%m-%d')}.", "",
              "| case | pongrl | anchor | pongrl | anchor | ratio | peak RSS pongrl / anchor | runs (pongrl; anchor) |",
              "|---|---|---|---:|---:|---:|---|---|"]
-    for case, sides, ours, theirs, memory, buffers, steps, runs in rows:
+    for case, sides, ours, theirs, memory, buffers, steps, runs, phases in rows:
         anchor = {"ppo": "Stable-Baselines3 PPO", "dqn": "Stable-Baselines3 DQN", "env": "PettingZoo + SuperSuit"}[case]
         lines.append(f"| {LABELS[case]}, {steps:,} timed steps | {sides[0]} | {anchor} | {ours:.1f} | {theirs:.1f} | "
                      f"{ours / theirs:.2f}x | {memory[0]:.2f} / {memory[1]:.2f} GiB | "
                      f"{', '.join(f'{v:.1f}' for v in runs[0])}; {', '.join(f'{v:.1f}' for v in runs[1])} |")
+        if phases:
+            lines.append(f"| pongrl's time per phase in that case (median share of wall time) | | | {phases} | | | | |")
         if buffers[0]:
             lines.append(f"| DQN replay buffer for 100,000 transitions (allocated bytes) | | | {buffers[0] / 2**30:.2f} GiB | "
                          f"{buffers[1] / 2**30:.2f} GiB | {buffers[1] / buffers[0]:.1f}x less | | |")

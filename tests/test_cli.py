@@ -45,6 +45,9 @@ def test_periodic_evaluation_lands_in_metrics(trained_run):
         rows = {int(r["env_step"]): r for r in csv.DictReader(handle)}
     assert -21 <= float(rows[400]["eval_mean_return"]) <= 21
     assert rows[300]["eval_mean_return"] == ""
+    # the phase clock: evaluation time lands in the row of the evaluation and nowhere else
+    assert float(rows[400]["eval_seconds"]) > 0 and float(rows[300]["eval_seconds"]) == 0
+    assert float(rows[400]["update_seconds"]) > 0 and float(rows[400]["env_seconds"]) > 0
 
 
 def test_sigterm_writes_a_checkpoint_and_exits_cleanly(tmp_path):

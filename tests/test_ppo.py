@@ -134,6 +134,10 @@ def test_ppo_against_the_builtin_ai_trains(tmp_path):
     assert main(["train", "ppo", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0
     (row,) = rows(run_dir)
     assert int(row["env_step"]) == 128 and row["policy_loss"] != ""
+    # the phase clock: every phase of the loop ran, and together they fit in the run's wall time
+    phases = [float(row[f"{phase}_seconds"]) for phase in ("env", "inference", "update")]
+    assert all(seconds > 0 for seconds in phases) and float(row["eval_seconds"]) == 0
+    assert sum(phases) <= float(row["wall_seconds"])
     payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
     assert payload["obs_profile"] == "standard" and payload["algo"] == "ppo"
 

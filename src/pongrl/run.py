@@ -218,6 +218,32 @@ class Stopwatch:
         return self.already + time.perf_counter() - self.started
 
 
+class PhaseClock:
+    """Wall seconds per phase of a training loop since the last metrics row, so that the next
+    bottleneck shows in metrics.csv (`env_seconds`, `inference_seconds`, `update_seconds`, `eval_seconds`).
+
+        mark = time.perf_counter(); ...; mark = phases.lap("inference", mark); env.step(...); phases.lap("env", mark)
+    """
+
+    PHASES = ("env", "inference", "update", "eval")
+    COLUMNS = [f"{phase}_seconds" for phase in PHASES]
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(self.PHASES, 0.0)
+
+    def lap(self, phase: str, since: float) -> float:
+        """Add the time since `since` to `phase`; returns now, the start of the next lap."""
+        now = time.perf_counter()
+        self.seconds[phase] += now - since
+        return now
+
+    def row(self) -> dict:
+        """The columns for a metrics row, and a fresh start for the next one."""
+        row = {f"{phase}_seconds": seconds for phase, seconds in self.seconds.items()}
+        self.seconds = dict.fromkeys(self.PHASES, 0.0)
+        return row
+
+
 class TrainingSession:
     """The reporting side shared by every training loop: metrics.csv rows, TensorBoard scalars, the
     progress bar or plain log lines, and the wall clock carried across resumes.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -25,12 +26,12 @@ from pongrl.evaluate import evaluate_agent, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer
 from pongrl.learner import LearnerState, make_adam, start_learner
-from pongrl.run import StopSignal, TrainingSession, checkpoint_dir
+from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
 METRIC_COLUMNS = [
     "env_step", "wall_seconds", "episodes", "average_return", "average_length", "loss", "q_mean",
-    "epsilon", "steps_per_second", "eval_mean_return", "eval_std_return",
+    "epsilon", "steps_per_second", *PhaseClock.COLUMNS, "eval_mean_return", "eval_std_return",
 ]
 RECENT_EPISODES = 10  # the training curve is the mean over the last 10 finished games
 
@@ -105,6 +106,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     session = TrainingSession(run_dir, config, METRIC_COLUMNS, env_step, env_step if resume_from else None,
                               counters["wall_seconds"], "dqn")
     losses, q_means, pending_eval = [], [], None
+    phases = PhaseClock()  # "env" is only the wait for the emulators that the gradient steps did not hide
 
     def make_checkpoint() -> str:
         counters.update(env_step=env_step, wall_seconds=session.stopwatch.seconds())
@@ -119,6 +121,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         while env_step < config.total_steps and not stop.received and not session.disk_failed:
             # 1. Act: epsilon-greedy on the current stacks, random until learning starts.
             epsilon = linear_epsilon(config, env_step)
+            mark = time.perf_counter()
             if env_step < config.learning_starts:
                 actions = rng.integers(0, NUM_ACTIONS, config.num_envs)
             else:
@@ -127,6 +130,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 explore = rng.random(config.num_envs) < epsilon
                 actions = np.where(explore, rng.integers(0, NUM_ACTIONS, config.num_envs), actions)
             env.send(actions.astype(np.int64))
+            mark = phases.lap("inference", mark)
 
             # 2. Learn while the emulators play this step.
             # After a resume without its replay buffer, the buffer refills before learning again.
@@ -141,7 +145,9 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                     q_means.append(q_mean)
 
             # 3. Store what the emulators did.
+            mark = phases.lap("update", mark)
             next_obs, rewards, terminated, truncated, info = env.recv()
+            phases.lap("env", mark)
             buffer.add(obs, actions, np.clip(rewards, -1, 1), terminated, truncated, info.get("final_obs"))
             running_return += rewards
             running_length += 1
@@ -161,11 +167,13 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
 
             # 4. Judge, report, save.
             if session.crossed(config.eval_every, before, env_step):
+                mark = time.perf_counter()
                 agent = QAgent(q_network if device.type == "cpu" else _cpu_copy(q_network))
                 games = evaluate_agent(agent, config.eval_episodes, derived_seed(config.seed, 7, env_step),
                                        config.eval_epsilon)
                 q_network.train()
                 pending_eval = summarize(games)
+                phases.lap("eval", mark)
                 session.board.scalars({"eval/mean_return": pending_eval["mean"],
                                        "eval/std_return": pending_eval["std"]}, env_step)
             if session.crossed(config.log_every, before, env_step) or env_step >= config.total_steps:
@@ -176,6 +184,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                     "loss": float(np.mean(losses)) if losses else None,
                     "q_mean": float(np.mean(q_means)) if q_means else None,
                     "epsilon": epsilon,
+                    **phases.row(),
                     "eval_mean_return": pending_eval["mean"] if pending_eval else None,
                     "eval_std_return": pending_eval["std"] if pending_eval else None,
                 }

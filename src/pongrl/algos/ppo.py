@@ -15,6 +15,7 @@ Differences from CleanRL, on purpose:
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 
 import numpy as np
@@ -24,7 +25,7 @@ from pongrl.checkpoint import save_checkpoint
 from pongrl.distributed import World, init_world, split_envs
 from pongrl.nets import ActorCritic
 from pongrl.learner import LearnerState, make_adam, start_learner
-from pongrl.run import StopSignal, TrainingSession, checkpoint_dir
+from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
 NUM_ACTIONS = 6
@@ -33,7 +34,7 @@ RECENT_EPISODES = 20
 METRIC_COLUMNS = [
     "env_step", "wall_seconds", "episodes", "average_return", "average_length", "points_won", "points_lost",
     "serve_penalties", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
-    "learning_rate", "steps_per_second", "update_seconds", "eval_mean_return", "eval_std_return",
+    "learning_rate", "steps_per_second", *PhaseClock.COLUMNS, "eval_mean_return", "eval_std_return",
     "return_first_0", "return_second_0",
 ]
 
@@ -231,7 +232,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
 
     session = TrainingSession(run_dir, config, METRIC_COLUMNS, step, step if resume_from else None,
                               counters["wall_seconds"], config.algo, writes=world.is_main)
-    pending_eval, update_stats, update_seconds = None, {}, 0.0
+    pending_eval, update_stats = None, {}
+    phases = PhaseClock()
 
     def make_checkpoint(permanent: bool = False) -> str:
         counters.update(env_step=step, wall_seconds=session.stopwatch.seconds())
@@ -252,13 +254,16 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             # 1. Roll out `num_steps` steps in every env with the current policy.
             for t in range(horizon):
                 obs_buffer[t] = next_obs
+                mark = time.perf_counter()
                 with torch.inference_mode():
                     logits, value = agent(next_obs.to(device))
                     distribution = torch.distributions.Categorical(logits=logits)
                     action = distribution.sample()
                     logprobs[t] = distribution.log_prob(action).cpu()
                 values[t], actions[t] = value.cpu(), action.cpu()
+                mark = phases.lap("inference", mark)
                 obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
+                phases.lap("env", mark)
                 learn_reward = np.clip(reward, -1.0, 1.0)
                 if truncated.any():  # bootstrap a cut game from the value of where it was cut
                     cut = np.flatnonzero(truncated)
@@ -279,14 +284,16 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             batch = {"obs": obs_buffer.reshape(-1, 84, 84, 4).to(device), "actions": actions.reshape(-1).to(device),
                      "logprobs": logprobs.reshape(-1).to(device), "advantages": advantages.reshape(-1).to(device),
                      "returns": returns.reshape(-1).to(device), "values": values.reshape(-1).to(device)}
-            update_started = session.stopwatch.seconds()
+            mark = time.perf_counter()
             update_stats = ppo_update(agent, optimizer, batch, config, state.torch_generator, world)
-            update_seconds += session.stopwatch.seconds() - update_started
+            phases.lap("update", mark)
             counters["updates"] += 1
 
             # 3. Judge, report, save.
             if world.is_main and session.crossed(config.eval_every, before, step):
+                mark = time.perf_counter()
                 pending_eval = evaluate_against_builtin(agent, config, derived_seed(config.seed, 7, step))
+                phases.lap("eval", mark)
                 session.board.scalars({"eval/mean_return": pending_eval["mean"]}, step)
             if session.crossed(config.log_every, before, step) or step >= config.total_steps:
                 row = {"episodes": counters["episodes"],
@@ -297,7 +304,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                            for name, recent in zip(PLAYERS, recent_by_player)} if config.algo == "selfplay" else {}),
                        "points_won": points["won"], "points_lost": points["lost"],
                        "serve_penalties": points["serve_penalties"], "learning_rate": learning_rate,
-                       "update_seconds": update_seconds,
+                       **phases.row(),
                        **{k: update_stats.get(k) for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
                                                             "clip_fraction", "explained_variance")},
                        "eval_mean_return": pending_eval["mean"] if pending_eval else None,
@@ -308,7 +315,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                                 "charts/points_won": points["won"], "charts/serve_penalties": points["serve_penalties"]})
                 session.log(step, row, scalars)
                 points = {"won": 0, "lost": 0, "serve_penalties": 0}
-                pending_eval, update_seconds = None, 0.0
+                pending_eval = None
             session.show_progress(step, state.recent_returns)
             collected = [p for p in collection_points(config) if before < p <= step]
             if collected:
