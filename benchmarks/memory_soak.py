@@ -2,6 +2,10 @@
 
     python benchmarks/memory_soak.py --algo dqn --minutes 60
     python benchmarks/memory_soak.py --algo selfplay --minutes 60
+    python benchmarks/memory_soak.py --algo selfplay --pid PID --minutes 60   # watch a run already going
+
+With `--pid` the soak samples a training run that is already going (say a learning benchmark) instead
+of starting its own, and leaves it running at the end.
 
 DQN runs with a small replay buffer (20,000 transitions) so that it is full early and the rest of the
 soak shows the steady state; self-play runs the default preset's network and rollout shape on 8
@@ -39,16 +43,40 @@ def rss_kib(pid: int) -> int:
     return total
 
 
+class Watched:
+    """A process the soak did not start: polled, never stopped."""
+
+    def __init__(self, pid: int):
+        if not os.path.exists(f"/proc/{pid}"):
+            sys.exit(f"--pid {pid}: no such process")
+        self.pid, self.returncode = pid, 0
+
+    def poll(self):
+        return None if os.path.exists(f"/proc/{self.pid}") else 0
+
+    def terminate(self) -> None:
+        pass
+
+    def wait(self) -> None:
+        pass
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algo", choices=sorted(FLAGS), default="dqn")
     parser.add_argument("--minutes", type=float, default=60)
     parser.add_argument("--every", type=float, default=30, help="seconds between samples")
     parser.add_argument("--warmup", type=float, default=0.25, help="fraction of the time that is warm-up")
+    parser.add_argument("--pid", type=int, help="watch this running training process instead of starting one")
+    parser.add_argument("--torch-threads", type=int, default=0, help="for the run the soak starts (0: torch's default)")
     args = parser.parse_args()
-    run_dir = os.path.join(tempfile.mkdtemp(prefix="memory-soak-"), "run")
-    command = [sys.executable, "-m", "pongrl", "train", args.algo, "--run-dir", run_dir, "--total-steps", "100000000", *FLAGS[args.algo]]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if args.pid:
+        process = Watched(args.pid)
+    else:
+        run_dir = os.path.join(tempfile.mkdtemp(prefix="memory-soak-"), "run")
+        command = [sys.executable, "-m", "pongrl", "train", args.algo, "--run-dir", run_dir, "--total-steps", "100000000",
+                   "--torch-threads", str(args.torch_threads), *FLAGS[args.algo]]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # A SIGTERM to the soak must not orphan the training process: turn it into an exit that runs `finally`.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.time()

@@ -1,18 +1,19 @@
 """How close PPO's update runs to what PyTorch can do with the same network on these cores.
 
-    python benchmarks/network.py [--minibatch 256] [--seconds 20] [--compile]
+    python benchmarks/network.py [--minibatch 256] [--seconds 10] [--repeats 3] [--compile]
 
 Times one PPO minibatch step (forward of the shared-torso Nature CNN on uint8 frames, the clipped losses,
 backward, global grad-norm clip, Adam step) exactly as `pongrl.algos.ppo.ppo_update` runs it, then the same
-step in other layouts and settings (NCHW input, torch's default Adam, 1 thread, torch.compile), and a large
-float32 matrix product as the cores' practical ceiling. FLOPs are counted by torch's FlopCounterMode on
-the real step. Prints samples/s and GFLOP/s per variant, pongrl's fraction of the best variant, and the
-best variant's fraction of the matrix-product ceiling.
+step in other layouts and settings (NCHW input, torch's default Adam, 1 thread, torch.compile), the seed's
+separate actor and critic torsos for scale, and a large float32 matrix product as the cores' practical
+ceiling. FLOPs are counted by torch's FlopCounterMode on the real step. Prints samples/s and GFLOP/s per
+variant, pongrl's fraction of the best shared-torso variant, and that variant's fraction of the ceiling.
 """
 from __future__ import annotations
 
 import argparse
 import platform
+import statistics
 import time
 
 import torch
@@ -83,7 +84,8 @@ def matmul_ceiling(seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minibatch", type=int, default=256)
-    parser.add_argument("--seconds", type=float, default=20.0, help="timed seconds per variant")
+    parser.add_argument("--seconds", type=float, default=10.0, help="timed seconds per variant and round")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds over all variants; medians are shown")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile(agent) (compiles first)")
     args = parser.parse_args()
 
@@ -93,18 +95,19 @@ def main() -> None:
     variants = [("pongrl (channels_last view, fused Adam)", dict(nchw=False, fused=True, threads=threads)),
                 ("NCHW input copy, fused Adam", dict(nchw=True, fused=True, threads=threads)),
                 ("channels_last view, torch's default Adam", dict(nchw=False, fused=False, threads=threads)),
-                ("pongrl, 1 thread", dict(nchw=False, fused=True, threads=1))]
+                ("pongrl, 1 thread", dict(nchw=False, fused=True, threads=1)),
+                ("separate torsos (the seed's network), as pongrl", dict(nchw=False, fused=True, threads=threads,
+                                                                          separate=True))]
     if args.compile:
         variants.append(("pongrl + torch.compile(agent)", dict(nchw=False, fused=True, threads=threads, compile=True)))
 
-    print(f"PPO minibatch step, minibatch {args.minibatch}, shared-torso Nature CNN, torch {torch.__version__}, "
-          f"{platform.machine()}, {threads} threads")
-    flops = None
-    results = []
+    print(f"PPO minibatch step, minibatch {args.minibatch}, torch {torch.__version__}, {platform.machine()}, "
+          f"{threads} threads, medians of {args.repeats} interleaved rounds of {args.seconds:g} s")
+    steps, flops = {}, {}
     for name, options in variants:
         torch.set_num_threads(options["threads"])
         torch.manual_seed(0)
-        agent = ActorCritic(6, share_network=True)
+        agent = ActorCritic(6, share_network=not options.get("separate"))
         optimizer = (make_adam(agent.parameters(), 2.5e-4, 1e-5) if options["fused"]
                      else torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5))
         if options.get("compile"):
@@ -112,19 +115,24 @@ def main() -> None:
             agent = torch.compile(agent)
             make_step(agent, optimizer, config, False)(batch)
             print(f"  (compile took {time.perf_counter() - started:.0f} s)")
-        step = make_step(agent, optimizer, config, options["nchw"])
-        if flops is None:
-            flops = count_flops(step, batch) / args.minibatch
-        rate = time_step(step, batch, args.seconds)
-        results.append((name, rate))
-        print(f"  {name:45s} {rate:8.1f} samples/s  {rate * flops / 1e9:6.1f} GFLOP/s", flush=True)
+        steps[name] = make_step(agent, optimizer, config, options["nchw"])
+        flops[name] = count_flops(steps[name], batch) / args.minibatch
+    rates: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(args.repeats):  # interleaved, so drift on the machine hits every variant alike
+        for name, options in variants:
+            torch.set_num_threads(options["threads"])
+            rates[name].append(time_step(steps[name], batch, args.seconds))
     torch.set_num_threads(threads)
-    ceiling = matmul_ceiling(args.seconds / 2)
-    best_name, best = max(results, key=lambda r: r[1])
-    print(f"  {'float32 matmul 2048^3 (ceiling)':45s} {'':8s}             {ceiling:6.1f} GFLOP/s")
-    print(f"FLOPs per sample (forward + backward): {flops / 1e6:.1f} M")
-    print(f"pongrl / best variant ({best_name}): {results[0][1] / best:.2f}")
-    print(f"best variant / matmul ceiling: {best * flops / 1e9 / ceiling:.2f}")
+    median = {name: statistics.median(values) for name, values in rates.items()}
+    for name, _ in variants:
+        print(f"  {name:50s} {median[name]:8.1f} samples/s  {median[name] * flops[name] / 1e9:6.1f} GFLOP/s  "
+              f"({flops[name] / 1e6:.1f} MFLOP per sample; runs {', '.join(f'{r:.0f}' for r in rates[name])})")
+    ceiling = matmul_ceiling(args.seconds)
+    shared = {name: rate for name, rate in median.items() if not dict(variants)[name].get("separate")}
+    best_name = max(shared, key=shared.get)
+    print(f"  {'float32 matmul 2048^3 (ceiling)':50s} {'':8s}             {ceiling:6.1f} GFLOP/s")
+    print(f"pongrl / best shared-torso variant ({best_name}): {median[variants[0][0]] / shared[best_name]:.2f}")
+    print(f"best shared-torso variant / matmul ceiling: {shared[best_name] * flops[best_name] / 1e9 / ceiling:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """The arena, leagues, match videos and model cards, on the real emulators."""
+import gc
 import json
 import os
 
@@ -12,6 +13,8 @@ from pongrl.arena import Player, load_player, play_match, summarize_match, wilso
 from pongrl.cli import main
 
 from cli_helpers import run
+import multi_agent_ale_py
+
 from pongrl.envs.match import LEFT, RIGHT, MatchGame
 from pongrl.envs.single import PongGame
 from pongrl.league import fit_ratings
@@ -276,3 +279,44 @@ def test_the_command_line_frame_cap_is_the_match_env_default():
     from pongrl.envs.match import DEFAULT_MAX_FRAMES
 
     assert cli.MAX_FRAMES == DEFAULT_MAX_FRAMES
+
+
+def live_emulators() -> int:
+    """Emulator owners alive in this process after a collection (each game object holds one emulator;
+    the vector envs are closed explicitly and own no Python object to count)."""
+    gc.collect()
+    owners = (PongGame, MatchGame, multi_agent_ale_py.ALEInterface)
+    return sum(type(o) in owners for o in gc.get_objects())
+
+
+def open_files() -> set[str]:
+    """What this process's file descriptors point at (a descriptor closed while listing is skipped)."""
+    targets = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            targets.add(f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}")
+        except OSError:
+            pass
+    return targets
+
+
+def test_video_duel_eval_and_league_release_their_emulators(ppo_run, seed_state_dict, tmp_path, capsys):
+    commands = [
+        ["video", ppo_run, "--frames", "40", "--scale", "1", "--out", str(tmp_path / "builtin.mp4")],
+        ["video", ppo_run, "--opponent", seed_state_dict, "--frames", "40", "--scale", "1", "--out", str(tmp_path / "duel.mp4")],
+        ["duel", checkpoint(ppo_run, 256), seed_state_dict, "--games", "2", "--max-frames", "200"],
+        ["eval", checkpoint(ppo_run, 256), "--episodes", "1"],
+        ["league", checkpoint(ppo_run, 256), seed_state_dict, "--games-per-pair", "2", "--max-frames", "200",
+         "--workers", "1", "--out", str(tmp_path / "league")],
+    ]
+    emulators = live_emulators()
+    for command in commands:
+        # Each command runs twice: the first run may open what lives as long as the process (matplotlib's
+        # font cache, multiprocessing's resource tracker); the second must leave nothing more behind.
+        files_after = []
+        for _ in range(2):
+            code, _, err = run(command, capsys)
+            assert code == 0, err
+            assert live_emulators() == emulators, command[0]
+            files_after.append(open_files())
+        assert files_after[1] == files_after[0], command[0]
