@@ -3,6 +3,10 @@ against the built-in AI) against env steps and wall-clock time.
 
     python benchmarks/learning.py --run-dir ~/runs/dqn-default --preset default --total-steps 2000000
     python benchmarks/learning.py --run-dir ~/runs/dqn-default --report-only --out docs/learning_dqn_default.png
+    python benchmarks/learning.py --run-dir ~/runs/dqn-small --total-steps 2000000 -- --network small --torch-threads 1
+
+Arguments after `--` go to `pongrl train` (or to `pongrl resume`, which takes only the settings a resume
+may change, such as --torch-threads).
 
 A run directory that already holds a run is resumed (the curve is spliced on), so the benchmark can
 run over several sessions. The chart and a Markdown table of the evaluations are the output.
@@ -17,10 +21,11 @@ import numpy as np
 
 def train(args) -> None:
     if os.path.exists(os.path.join(args.run_dir, "config.yaml")):
-        command = [sys.executable, "-m", "pongrl", "resume", args.run_dir, "--total-steps", str(args.total_steps)]
+        command = [sys.executable, "-m", "pongrl", "resume", args.run_dir, "--total-steps", str(args.total_steps),
+                   *args.extra]
     else:
         command = [sys.executable, "-m", "pongrl", "train", args.algo, "--preset", args.preset, "--run-dir", args.run_dir,
-                   "--total-steps", str(args.total_steps), "--eval-every", str(args.eval_every), "--eval-episodes", "10"]
+                   "--total-steps", str(args.total_steps), "--eval-every", str(args.eval_every), "--eval-episodes", "10", *args.extra]
     print("$", " ".join(command), flush=True)
     code = subprocess.call(command)  # the interpreter running this script, so no activated venv is needed
     if code not in (0, 130, 143):
@@ -71,7 +76,10 @@ def main():
     parser.add_argument("--eval-every", type=int, default=50_000)
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out", default=None, help="chart path (default RUN/plots/learning.png)")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.extra = argv[split + 1:]
     args.out = args.out or os.path.join(args.run_dir, "plots", "learning.png")
     if not args.report_only:
         train(args)

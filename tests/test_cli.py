@@ -171,3 +171,31 @@ def test_console_script_reports_errors_without_a_traceback(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stderr.startswith("pongrl: error:") and "Traceback" not in result.stderr
+
+
+def test_dqn_with_the_small_network_trains_resumes_and_plays(tmp_path, capsys):
+    run_dir = str(tmp_path / "dqn-small")
+    assert main(["train", "dqn", "--network", "small", "--run-dir", run_dir, "--total-steps", "200", *SMALL]) == 0
+    assert main(["resume", run_dir, "--extra-steps", "100"]) == 0
+    assert metric_steps(run_dir) == [100, 200, 300]
+    capsys.readouterr()
+    assert main(["eval", run_dir, "--episodes", "1", "--json"]) == 0
+    assert '"games": 1' in capsys.readouterr().out
+    # the run's network is part of the experiment: resume has no flag to switch it
+    with pytest.raises(SystemExit) as exit_info:
+        main(["resume", run_dir, "--extra-steps", "100", "--network", "nature"])
+    assert exit_info.value.code == 2
+
+
+def test_resume_may_change_where_and_how_a_run_runs_and_nothing_else(tmp_path, capsys):
+    run_dir = str(tmp_path / "dqn")
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "100", *SMALL]) == 0
+    assert main(["resume", run_dir, "--extra-steps", "100", "--torch-threads", "2", "--on-disk-error", "continue"]) == 0
+    with open(os.path.join(run_dir, "config.yaml")) as handle:
+        saved = handle.read()
+    assert "torch_threads: 2" in saved and "on_disk_error: continue" in saved
+    capsys.readouterr()
+    assert main(["resume", run_dir, "--extra-steps", "100", "--on-disk-error", "sometimes"]) == 1
+    assert "--on-disk-error must be one of" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # an experiment setting is not a resume flag
+        main(["resume", run_dir, "--extra-steps", "100", "--learning-rate", "0.1"])

@@ -9,7 +9,8 @@ import torch
 from pongrl.agent import PolicyAgent, load_agent
 from pongrl.algos.ppo import compute_gae, learning_rate_at, ppo_losses
 from pongrl.cli import main
-from pongrl.nets import ActorCritic, is_shared_torso
+from pongrl.config import check_same_experiment, make_config, to_dict
+from pongrl.nets import ActorCritic, QNetwork, is_shared_torso, torso_kind
 
 
 def test_gae_matches_a_hand_computation_with_a_terminal_and_a_truncation():
@@ -147,3 +148,30 @@ def test_ppo_with_the_seed_observation_profile_trains(tmp_path):
     assert main(["train", "ppo", "--obs", "seed", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0
     payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
     assert payload["obs_profile"] == "seed"
+
+
+@pytest.mark.parametrize("network", ["nature", "small"])
+def test_the_torso_is_told_from_the_weights(network):
+    assert torso_kind(QNetwork(6, network).state_dict()) == network
+    assert torso_kind(ActorCritic(6, share_network=False, network=network).state_dict()) == network
+
+
+def test_the_small_network_trains_evaluates_and_is_not_exported_as_the_seeds(tmp_path, capsys):
+    run_dir = str(tmp_path / "small")
+    assert main(["train", "ppo", "--network", "small", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0
+    assert torso_kind(load_agent(run_dir).network.state_dict()) == "small"
+    capsys.readouterr()
+    assert main(["eval", run_dir, "--episodes", "1", "--json"]) == 0
+    assert '"games": 1' in capsys.readouterr().out
+    assert main(["export", run_dir, "--out", str(tmp_path / "agent.pt")]) == 1
+    assert "Nature torso" in capsys.readouterr().err and not os.path.exists(tmp_path / "agent.pt")
+
+
+def test_a_checkpoint_older_than_a_setting_resumes_with_its_default():
+    config = make_config("ppo", "default", {})
+    saved = to_dict(config)
+    del saved["network"]  # written before --network existed: it trained the Nature torso
+    check_same_experiment({"algo": "ppo", "config": saved, "path": "old.pt"}, config)
+    with pytest.raises(Exception, match="network"):
+        check_same_experiment({"algo": "ppo", "config": saved, "path": "old.pt"},
+                              make_config("ppo", "default", {"network": "small"}))

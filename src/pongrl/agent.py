@@ -10,7 +10,7 @@ import torch
 
 from pongrl.checkpoint import is_checkpoint, read_weights_file, validate_checkpoint
 from pongrl.errors import PongrlError
-from pongrl.nets import ActorCritic, QNetwork, is_shared_torso
+from pongrl.nets import ActorCritic, QNetwork, is_shared_torso, torso_kind
 
 NUM_ACTIONS = 6
 # A DQN agent has no policy to sample from; "sampled" play makes it epsilon-greedy with the
@@ -114,7 +114,7 @@ def load_agent(path: str) -> Agent:
     if not is_checkpoint(payload):
         if isinstance(payload, dict) and any(str(k).startswith("actor_network.") for k in payload):
             shared = is_shared_torso(payload)
-            network = ActorCritic(NUM_ACTIONS, share_network=shared)
+            network = ActorCritic(NUM_ACTIONS, share_network=shared, network=torso_kind(payload))
             _load_weights(network, payload, path)
             return PolicyAgent(network.eval(), "seed", name=path)
         raise PongrlError(f"{path}: neither a pongrl checkpoint nor a seed-format state_dict")
@@ -122,13 +122,13 @@ def load_agent(path: str) -> Agent:
     step = int(payload.get("env_step", 0))
     weights = playing_weights(payload)
     if payload["algo"] == "dqn":
-        network = QNetwork(NUM_ACTIONS)
+        network = QNetwork(NUM_ACTIONS, torso_kind(weights))
         _load_weights(network, weights, path)
         return QAgent(network, name=path, env_step=step)
     try:
         shared, profile = bool(payload["config"]["share_network"]), payload["obs_profile"]
     except (KeyError, TypeError):
         raise PongrlError(f"{path}: the checkpoint lacks its configuration") from None
-    network = ActorCritic(NUM_ACTIONS, share_network=shared)
+    network = ActorCritic(NUM_ACTIONS, share_network=shared, network=torso_kind(weights))
     _load_weights(network, weights, path)
     return PolicyAgent(network.eval(), profile, name=path, env_step=step)

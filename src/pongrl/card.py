@@ -88,10 +88,13 @@ def _readme(metadata, algo, config, step, obs_profile, summary, scores, games, s
     profile = ("the self-play card's view: blue channel, 84x84, 4 frames channel-last, score rows blanked"
                if obs_profile == "seed" else "grayscale 84x84, 4 frames stacked channel-first (the DQN protocol)")
     settings = "\n".join(f"| {key} | {value} |" for key, value in config.items() if key not in ("track", "wandb_project"))
+    network = config.get("network", "nature")
+    torso = "Nature-CNN" if network == "nature" else "small-CNN (Mnih et al. 2013; pongrl.nets.small_torso)"
     load = ("```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)\n"
             "# the self-play card's Agent(...).load_state_dict(state_dict) reads it as is\n```"
-            if algo in ("ppo", "selfplay") else
-            "```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)  # a Nature-CNN Q-network\n```")
+            if algo in ("ppo", "selfplay") and network == "nature" else
+            f"```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)  # a {torso} "
+            f"{'Q-network' if algo == 'dqn' else 'actor-critic'}\n```")
     first_video = video["games"][0] if video["games"] else {"first_points": 0, "second_points": 0}
     return f"""---
 {yaml.safe_dump(metadata, sort_keys=False).strip()}

@@ -50,17 +50,19 @@ def _float(text: str) -> float:
     return value
 
 
-def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict) -> None:
-    """One flag per config field, defaulting to None so the preset decides unless given."""
+def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only: set[str] | None = None) -> None:
+    """One flag per config field (or per field in `only`), defaulting to None so the preset decides
+    unless given."""
     defaults = cls()
     skip = {"algo", "preset"}
     for field in dataclasses.fields(cls):
-        if field.name in skip:
+        if field.name in skip or (only is not None and field.name not in only):
             continue
         flag = "--" + field.name.replace("_", "-")
         default = presets.get("default", {}).get(field.name, getattr(defaults, field.name))
         seed_value = presets.get("seed", {}).get(field.name)
-        shown = f"default {default}" + (f"; seed preset {seed_value}" if seed_value is not None else "")
+        shown = ("default: as the run had it" if only is not None else
+                 f"default {default}" + (f"; seed preset {seed_value}" if seed_value is not None else ""))
         helptext = f"{config_module.FIELD_HELP.get(field.name, '')} ({shown})"
         if isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
@@ -76,6 +78,8 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict) -> No
 # pong_v3's max_cycles: raw frames after which a two-agent game is cut (pongrl.envs.match.DEFAULT_MAX_FRAMES,
 # not imported here so that `--help` does not load the emulators).
 MAX_FRAMES = 100_000
+# What `pongrl resume` may change besides the step count: where the run runs and how it reports.
+RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
 
 
 def _add_frame_cap(parser: argparse.ArgumentParser) -> None:
@@ -125,6 +129,8 @@ def build_parser() -> Parser:
     steps.add_argument("--total-steps", type=_positive_int, help="train until this many env steps in all")
     steps.add_argument("--extra-steps", type=_positive_int, help="train this many more env steps")
     resume.add_argument("--checkpoint", help="resume from this checkpoint of the run instead of the latest")
+    # The settings a resume may change (where it runs, how it reports); the others define the experiment.
+    _add_config_flags(resume, config_module.DQNConfig, {}, only=RESUME_FLAGS)
 
     evaluate = commands.add_parser("eval", help="play whole games against the built-in AI")
     evaluate.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
@@ -245,6 +251,10 @@ def cmd_resume(args) -> int:
         config.total_steps = args.total_steps
     if config.total_steps <= step:
         raise PongrlError(f"the checkpoint is at step {step}; ask for more with --extra-steps N or --total-steps N")
+    for name in sorted(RESUME_FLAGS):
+        if getattr(args, name) is not None:
+            setattr(config, name, getattr(args, name))
+    config_module.validate(config)
     if main_process:
         config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
         print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
@@ -343,6 +353,9 @@ def cmd_export(args) -> int:
     payload = load_checkpoint(args.checkpoint)
     if payload.get("algo") not in ("ppo", "selfplay"):
         raise PongrlError(f"{payload['path']}: only PPO agents have the self-play card's format (this is {payload.get('algo')!r})")
+    if payload.get("config", {}).get("network", "nature") != "nature":
+        raise PongrlError(f"{payload['path']}: the self-play card's Agent has the Nature torso; this agent has the "
+                          f"{payload['config']['network']!r} one, so it has no seed-format export")
     write_torch_file(args.out, playing_weights(payload))
     print(f"{args.out}: seed-format state_dict ({'shared' if payload['config']['share_network'] else 'separate'} torsos, "
           f"step {payload['env_step']}, observation profile {payload['obs_profile']})")

@@ -23,6 +23,7 @@ class DQNConfig:
     total_steps: int = 2_000_000
     seed: int = 1
     num_envs: int = 4
+    network: str = "nature"
     buffer_size: int = 100_000
     learning_starts: int = 10_000
     train_frequency: int = 4
@@ -57,6 +58,8 @@ FIELD_HELP: dict[str, str] = {
     "total_steps": "environment steps to train for (all parallel envs together)",
     "seed": "seed for python, numpy, torch and the emulators",
     "num_envs": "parallel emulators collecting experience",
+    "network": "convolutional torso: nature (Mnih et al. 2015, the seeds') or small (Mnih et al. 2013, about a third "
+               "of the arithmetic)",
     "buffer_size": "replay capacity in transitions (each 84x84 frame stored once)",
     "learning_starts": "random-policy steps collected before the first gradient step",
     "train_frequency": "environment steps per gradient step",
@@ -131,6 +134,7 @@ class PPOConfig:
     total_steps: int = 10_000_000
     seed: int = 1
     num_envs: int = 16
+    network: str = "nature"
     num_steps: int = 128
     learning_rate: float = 2.5e-4
     anneal_lr: bool = True
@@ -236,7 +240,7 @@ NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads
 STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
 UNIT_INTERVAL = {"gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda"}
 CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
-           "obs": ("standard", "seed")}
+           "obs": ("standard", "seed"), "network": ("nature", "small")}
 
 
 def validate(config) -> None:
@@ -318,6 +322,8 @@ def check_same_experiment(payload: dict, config) -> None:
         raise PongrlError(f"{payload.get('path')}: a {payload.get('algo')!r} checkpoint cannot resume a {config.algo} run")
     saved = payload.get("config", {})
     current = to_dict(config)
-    differing = sorted(k for k in current if k not in RESUME_MUTABLE and saved.get(k) != current[k])
+    # A setting added after the checkpoint was written is absent from it: it ran with the default.
+    defaults = {f.name: f.default for f in fields(config)}
+    differing = sorted(k for k in current if k not in RESUME_MUTABLE and saved.get(k, defaults[k]) != current[k])
     if differing:
         raise PongrlError(f"{payload.get('path')}: checkpoint does not match the run's config.yaml ({', '.join(differing)} differ)")

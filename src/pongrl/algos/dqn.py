@@ -23,7 +23,7 @@ from pongrl.agent import QAgent
 from pongrl.checkpoint import checkpoint_name, save_checkpoint
 from pongrl.envs import NUM_ACTIONS, make_vector_env
 from pongrl.evaluate import evaluate_agent, summarize
-from pongrl.nets import QNetwork
+from pongrl.nets import QNetwork, torso_kind
 from pongrl.replay import FrameReplayBuffer
 from pongrl.learner import LearnerState, make_adam, start_learner
 from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
@@ -63,8 +63,8 @@ class DQNState(LearnerState):
 
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, grad_steps=0, last_target_update=0, train_credit=0)
-        self.q_network = QNetwork(NUM_ACTIONS).to(device, memory_format=torch.channels_last)
-        self.target_network = QNetwork(NUM_ACTIONS).to(device, memory_format=torch.channels_last)
+        self.q_network = QNetwork(NUM_ACTIONS, config.network).to(device, memory_format=torch.channels_last)
+        self.target_network = QNetwork(NUM_ACTIONS, config.network).to(device, memory_format=torch.channels_last)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
         self.buffer = FrameReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma)
@@ -223,6 +223,7 @@ def _gradient_step(config, buffer, rng, q_network, target_network, optimizer, de
 
 
 def _cpu_copy(network: QNetwork) -> QNetwork:
-    copy = QNetwork(NUM_ACTIONS)
-    copy.load_state_dict({k: v.cpu() for k, v in network.state_dict().items()})
+    state_dict = {k: v.cpu() for k, v in network.state_dict().items()}
+    copy = QNetwork(NUM_ACTIONS, torso_kind(state_dict))
+    copy.load_state_dict(state_dict)
     return copy
