@@ -133,6 +133,8 @@ def test_train_refuses_an_existing_run_unless_forced(trained_run, capsys):
     (["train", "dqn", "--total-steps", "-5"], "positive integer"),
     (["train", "dqn", "--learning-rate", "abc"], "expected a number"),
     (["train", "dqn", "--gamma", "1.5", "--run-dir", "/nonexistent-dir/x"], "gamma"),
+    (["train", "ppo", "--torch-threads", "5000", "--run-dir", "/nonexistent-dir/x"], "at most 1024"),
+    (["train", "dqn", "--network", "huge", "--run-dir", "/nonexistent-dir/x"], "--network must be one of"),
     (["resume", "/nonexistent-run"], "no such run directory"),
     (["eval", "/nonexistent.pt"], "no such file"),
     (["eval", "/nonexistent.pt", "--episodes", "0"], "positive integer"),

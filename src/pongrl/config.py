@@ -243,6 +243,9 @@ CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "dev
            "obs": ("standard", "seed"), "network": ("nature", "small")}
 
 
+MAX_TORCH_THREADS = 1024
+
+
 def validate(config) -> None:
     """Refuse values that cannot make a working run, with a message naming the flag."""
     for name in (f.name for f in fields(config)):
@@ -257,6 +260,8 @@ def validate(config) -> None:
             raise PongrlError(f"{flag} must be in [0, 1], got {value}")
         if name in CHOICES and value not in CHOICES[name]:
             raise PongrlError(f"{flag} must be one of {', '.join(CHOICES[name])}, got {value!r}")
+    if config.torch_threads > MAX_TORCH_THREADS:  # a typo here would start that many threads at the first layer
+        raise PongrlError(f"--torch-threads must be at most {MAX_TORCH_THREADS}, got {config.torch_threads}")
     if isinstance(config, DQNConfig) and config.buffer_size // config.num_envs < config.n_step + 8:
         raise PongrlError("--buffer-size is too small for the number of environments")
     if isinstance(config, PPOConfig):
