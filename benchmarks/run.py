@@ -131,6 +131,7 @@ CASES = {  # case: (sides, warm-up env steps, timed env steps, quick timed steps
     "dqn": (("pongrl", "sb3"), 4000, 8000, 2000),
     "env": (("fast", "reference"), 0, 20000, 4000),
 }
+TARGETS = {"ppo": 2.0, "dqn": 2.0, "env": 3.0}
 LABELS = {"ppo": "PPO, Zoo Atari settings (agent steps/s)", "dqn": "DQN, Zoo Atari settings (env steps/s)",
           "env": "two-player env alone, random actions (agent steps/s)"}
 
@@ -173,25 +174,40 @@ def main():
         rows.append((case, sides, ours, theirs, memory, buffers, steps, [[r["rate"] for r in results[s]] for s in sides],
                      phases))
     versions = _versions()
-    lines = ["# Side-by-side benchmarks", "",
-             f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''}` (medians of {args.repeats} runs per "
-             f"side, alternating). Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
-             f"{versions}. Date: {time.strftime('%Y-%m-%d')}.", "",
-             "| case | pongrl | anchor | pongrl | anchor | ratio | peak RSS pongrl / anchor | runs (pongrl; anchor) |",
-             "|---|---|---|---:|---:|---:|---|---|"]
+    lines = [BEGIN,
+             f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''} --cases {' '.join(args.cases)} --repeats "
+             f"{args.repeats}`. Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), {versions}. "
+             f"Date: {time.strftime('%Y-%m-%d')}. Medians of {args.repeats} runs per side, alternating (A B A B).", "",
+             "| case | pongrl | anchor | ratio (target) | peak RSS pongrl / anchor | runs: pongrl; anchor |",
+             "|---|---:|---:|---:|---|---|"]
     for case, sides, ours, theirs, memory, buffers, steps, runs, phases in rows:
         anchor = {"ppo": "Stable-Baselines3 PPO", "dqn": "Stable-Baselines3 DQN", "env": "PettingZoo + SuperSuit"}[case]
-        lines.append(f"| {LABELS[case]}, {steps:,} timed steps | {sides[0]} | {anchor} | {ours:.1f} | {theirs:.1f} | "
-                     f"{ours / theirs:.2f}x | {memory[0]:.2f} / {memory[1]:.2f} GiB | "
+        lines.append(f"| {LABELS[case]} vs {anchor}, {steps:,} timed steps | {ours:,.1f} | {theirs:,.1f} | "
+                     f"{ours / theirs:.2f}x ({TARGETS[case]:.1f}x) | {memory[0]:.2f} / {memory[1]:.2f} GiB | "
                      f"{', '.join(f'{v:.1f}' for v in runs[0])}; {', '.join(f'{v:.1f}' for v in runs[1])} |")
         if phases:
-            lines.append(f"| pongrl's time per phase in that case (median share of wall time) | | | {phases} | | | | |")
+            lines.append(f"| pongrl's time per phase in that case (median share of wall time) | {phases} | | | | |")
         if buffers[0]:
-            lines.append(f"| DQN replay buffer for 100,000 transitions (allocated bytes) | | | {buffers[0] / 2**30:.2f} GiB | "
+            lines.append(f"| DQN replay buffer for 100,000 transitions (allocated bytes) | {buffers[0] / 2**30:.2f} GiB | "
                          f"{buffers[1] / 2**30:.2f} GiB | {buffers[1] / buffers[0]:.1f}x less | | |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    with open(args.out, "w") as handle:
+    lines.append(END)
+    block = "\n".join(lines) + "\n"
+    print(block)
+    write_block(args.out, block)
+
+
+BEGIN, END = "<!-- benchmarks/run.py writes from here -->", "<!-- benchmarks/run.py writes to here -->"
+
+
+def write_block(path: str, block: str) -> None:
+    """Replace the generated block of `path` (between BEGIN and END), keeping the text around it that
+    people wrote; a file without the markers is created with the block under a title."""
+    text = open(path).read() if os.path.exists(path) else ""
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block.rstrip("\n") + text[text.index(END) + len(END):]
+    else:
+        text = "# Side-by-side benchmarks\n\n" + block
+    with open(path, "w") as handle:
         handle.write(text)
 
 
