@@ -320,3 +320,30 @@ def test_video_duel_eval_and_league_release_their_emulators(ppo_run, seed_state_
             assert live_emulators() == emulators, command[0]
             files_after.append(open_files())
         assert files_after[1] == files_after[0], command[0]
+
+
+@pytest.mark.parametrize("assist", [False, True])
+def test_the_serve_assist_serves_for_players_that_never_do(assist):
+    game = MatchGame(("standard", "standard"), max_frames=6_000, serve_assist=assist)
+    game.reset(0)
+    passed_through = []
+    while not game.done:
+        in_play = game.ball_in_play()
+        game.step(NOOP, DOWN)
+        if in_play:  # in play the players' own actions always reach the emulator
+            passed_through.append(tuple(game._acts) == tuple(game.action_map[[NOOP, DOWN]]))
+    game.close()
+    assert passed_through and all(passed_through)
+    if assist:  # the game runs to 21 without a single serve penalty
+        assert game.over and max(game.points) == 21 and game.penalties == [0, 0]
+    else:  # the first scorer idles at the serve, a penalty every 2 seconds, and the game stalls
+        assert game.cut and max(game.points) < 21 and sum(game.penalties) > 20
+
+
+def test_duel_with_the_serve_assist(ppo_run, capsys):
+    code, out, err = run(["duel", checkpoint(ppo_run, 256), checkpoint(ppo_run, 512), "--games", "2", "--max-frames",
+                          "3000", "--serve-assist", "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["serve_assist"] is True
+    assert result["first_serve_penalties"] == result["second_serve_penalties"] == 0

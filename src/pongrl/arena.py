@@ -70,9 +70,10 @@ def load_player(spec: str) -> Player:
 
 
 def play_match(first: Player, second: Player, games: int, seed: int, sample: bool | tuple[bool, bool] = False,
-               max_frames: int = DEFAULT_MAX_FRAMES) -> list[dict]:
+               max_frames: int = DEFAULT_MAX_FRAMES, serve_assist: bool = False) -> list[dict]:
     """Play `games` games; one dict per game, scored for `first`. `sample` (both players, or a pair for
-    first and second) draws actions from the policies instead of playing greedily."""
+    first and second) draws actions from the policies instead of playing greedily. `serve_assist`
+    serves for agents that never learned to (two-agent games only; see pongrl.envs.match)."""
     samples = (sample, sample) if isinstance(sample, bool) else tuple(sample)
     if games <= 0:
         raise PongrlError(f"the number of games must be positive, got {games}")
@@ -83,7 +84,7 @@ def play_match(first: Player, second: Player, games: int, seed: int, sample: boo
         agent = (first if agent_first else second).agent
         actor = _actor(agent, seed, 1, samples[0] if agent_first else samples[1])
         return [_from_single_player(game, agent_first) for game in play_games(actor, games, seed, agent.obs_profile)]
-    return _play_agents(first.agent, second.agent, games, seed, samples, max_frames)
+    return _play_agents(first.agent, second.agent, games, seed, samples, max_frames, serve_assist)
 
 
 def _actor(agent: Agent, seed: int, stream: int, sample: bool):
@@ -109,7 +110,7 @@ def _game_record(first_side: str, first_points: int, second_points: int, cut: bo
 
 
 def _play_agents(first: Agent, second: Agent, games: int, seed: int, samples: tuple[bool, bool],
-                 max_frames: int) -> list[dict]:
+                 max_frames: int, serve_assist: bool) -> list[dict]:
     """Games 2k and 2k+1 share a start (a number of no-op frames drawn from `seed`); the first
     player takes the right paddle in even games and the left one in odd games."""
     starts = np.random.default_rng([seed, 0]).integers(0, MAX_START_NOOP_FRAMES, size=(games + 1) // 2)
@@ -123,7 +124,8 @@ def _play_agents(first: Agent, second: Agent, games: int, seed: int, samples: tu
         sides = [(RIGHT, LEFT) if first_right else (LEFT, RIGHT) for _, first_right in chunk]
         matches = []
         for (start, first_right), side in zip(chunk, sides):
-            game = MatchGame((profiles[0], profiles[1]) if first_right else (profiles[1], profiles[0]), max_frames)
+            game = MatchGame((profiles[0], profiles[1]) if first_right else (profiles[1], profiles[0]), max_frames,
+                             serve_assist=serve_assist)
             game.reset(start)
             matches.append(game)
         lengths = [0] * len(chunk)

@@ -85,6 +85,13 @@ RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
 def _add_frame_cap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-frames", type=_positive_int, default=MAX_FRAMES,
                         help=f"raw frames after which a two-agent game is cut and counted a draw (default {MAX_FRAMES})")
+    _add_serve_assist(parser)
+
+
+def _add_serve_assist(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--serve-assist", action="store_true",
+                        help="two-agent games: press FIRE for both players while the ball is out of play, so that "
+                             "agents trained against the built-in AI (which never serve) do not stall the game")
 
 
 def _add_match_flags(parser: argparse.ArgumentParser) -> None:
@@ -141,6 +148,7 @@ def build_parser() -> Parser:
     evaluate.add_argument("--opponent", default="builtin",
                           help="builtin (default), or a CHECKPOINT_OR_RUN to play a duel against instead")
     evaluate.add_argument("--sample", action="store_true", help="sample actions from the policy instead of greedy")
+    _add_serve_assist(evaluate)
 
     duel = commands.add_parser("duel", help="a match between two players (checkpoints, seed state_dicts or builtin)")
     duel.add_argument("first", metavar="A", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
@@ -193,6 +201,7 @@ def build_parser() -> Parser:
     video.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
     video.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
     video.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
+    _add_serve_assist(video)
     return parser
 
 
@@ -290,11 +299,12 @@ def cmd_duel(args) -> int:
 
     first, second = load_player(args.first), load_player(args.second)
     sample = SAMPLE_CHOICES[args.sample] if isinstance(args.sample, str) else (args.sample, args.sample)
-    games = play_match(first, second, args.games, args.seed, sample, args.max_frames)
+    games = play_match(first, second, args.games, args.seed, sample, args.max_frames, args.serve_assist)
     summary = summarize_match(games)
     if args.json:
         print(json.dumps({"first": first.name, "second": second.name, "first_env_step": first.env_step,
                           "second_env_step": second.env_step, "seed": args.seed, "sample": list(sample),
+                          "serve_assist": args.serve_assist,
                           **summary, "per_game": games}))
         return 0
     for index, game in enumerate(games, 1):
@@ -323,7 +333,7 @@ def cmd_league(args) -> int:
         out = os.path.join(runs[0], "league")
     pairs = league.schedule(entrants, args.schedule)
     records = league.play_league(entrants, pairs, out, args.games_per_pair, args.seed, args.sample, args.max_frames,
-                                 args.workers, show_progress=sys.stderr.isatty())
+                                 args.workers, show_progress=sys.stderr.isatty(), serve_assist=args.serve_assist)
     rows = league.ratings_table(entrants, records)
     csv_path, md_path = league.write_tables(rows, out)
     png = os.path.join(out, "ratings.png")
@@ -396,7 +406,8 @@ def cmd_video(args) -> int:
         suffix = "" if opponent.is_builtin else "_vs_" + opponent.name.replace("@", "_").replace(os.sep, "_")
         out = os.path.join(run_dir, "videos", os.path.basename(player.path).rsplit(".", 1)[0] + suffix + ".mp4")
     games = args.games or (1_000_000 if args.frames else 1)
-    summary = record_video(player, opponent, out, games, args.frames, args.seed, args.sample, args.epsilon, args.scale)
+    summary = record_video(player, opponent, out, games, args.frames, args.seed, args.sample, args.epsilon, args.scale,
+                           args.serve_assist)
     scores = ", ".join(f"{g['first_points']}-{g['second_points']}" for g in summary["games"])
     print(f"{out}: {summary['frames']} frames, {player.name} vs {opponent.name}: {scores}")
     return 0

@@ -97,8 +97,10 @@ def schedule(entrants: list[Entrant], mode: str) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
-def match_key(first: str, second: str, seed: int, games: int, sample: bool, max_frames: int) -> str:
-    return f"{first}|{second}|seed={seed}|games={games}|sample={int(sample)}|max_frames={max_frames}"
+def match_key(first: str, second: str, seed: int, games: int, sample: bool, max_frames: int,
+              serve_assist: bool = False) -> str:
+    key = f"{first}|{second}|seed={seed}|games={games}|sample={int(sample)}|max_frames={max_frames}"
+    return key + "|serve_assist=1" if serve_assist else key  # keys cached before the assist existed stay valid
 
 
 def read_cache(path: str) -> dict[str, dict]:
@@ -124,22 +126,25 @@ def _init_worker() -> None:
     torch.set_num_threads(1)  # one core per match process
 
 
-def _play_pair(first_path: str, second_path: str, games: int, seed: int, sample: bool, max_frames: int) -> list[dict]:
+def _play_pair(first_path: str, second_path: str, games: int, seed: int, sample: bool, max_frames: int,
+               serve_assist: bool) -> list[dict]:
     players = []
     for path in (first_path, second_path):
         if path not in _WORKER_PLAYERS:
             _WORKER_PLAYERS[path] = load_player(path)
         players.append(_WORKER_PLAYERS[path])
-    return play_match(players[0], players[1], games, seed, sample, max_frames)
+    return play_match(players[0], players[1], games, seed, sample, max_frames, serve_assist)
 
 
 def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: str, games: int, seed: int,
-                sample: bool, max_frames: int, workers: int, show_progress: bool = True) -> list[dict]:
+                sample: bool, max_frames: int, workers: int, show_progress: bool = True,
+                serve_assist: bool = False) -> list[dict]:
     """Play the pairs not in the cache, appending each finished match; returns all the pairs' records."""
     os.makedirs(out_dir, exist_ok=True)
     cache_path = os.path.join(out_dir, "matches.jsonl")
     cache = read_cache(cache_path)
-    keys = {pair: match_key(entrants[pair[0]].key, entrants[pair[1]].key, seed, games, sample, max_frames) for pair in pairs}
+    keys = {pair: match_key(entrants[pair[0]].key, entrants[pair[1]].key, seed, games, sample, max_frames, serve_assist)
+            for pair in pairs}
     todo = [pair for pair in pairs if keys[pair] not in cache]
     print(f"pongrl: league of {len(entrants)} players: {len(pairs)} pairs, {len(pairs) - len(todo)} cached, "
           f"{len(todo)} to play ({games} games each)", file=sys.stderr)
@@ -149,8 +154,8 @@ def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: 
         bar = tqdm(total=len(todo), unit="match", disable=not show_progress, file=sys.stderr)
         with open(cache_path, "a") as handle, ProcessPoolExecutor(
                 max_workers=max(1, min(workers, len(todo))), mp_context=get_context("spawn"), initializer=_init_worker) as pool:
-            futures = {pool.submit(_play_pair, entrants[i].path, entrants[j].path, games, seed, sample, max_frames): (i, j)
-                       for i, j in todo}
+            futures = {pool.submit(_play_pair, entrants[i].path, entrants[j].path, games, seed, sample, max_frames,
+                                   serve_assist): (i, j) for i, j in todo}
             try:
                 for future in as_completed(futures):
                     i, j = futures[future]

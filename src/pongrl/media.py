@@ -118,7 +118,7 @@ def caption_frame(frame: np.ndarray, left: str, right: str, scale: int) -> np.nd
 
 
 def record_video(first, second, out: str, games: int = 1, max_frames: int | None = None, seed: int = 0,
-                 sample: bool = False, epsilon: float = 0.0, scale: int = 2) -> dict:
+                 sample: bool = False, epsilon: float = 0.0, scale: int = 2, serve_assist: bool = False) -> dict:
     """Record `games` whole games (or stop at `max_frames` emulator frames) between two arena
     players (pongrl.arena.Player; `second` may be the built-in AI), in full colour with the score and
     both names shown. Against the built-in AI the agent plays the right paddle; between two agents
@@ -159,7 +159,8 @@ def record_video(first, second, out: str, games: int = 1, max_frames: int | None
                 continue
             first_right = game_index % 2 == 0
             right, left = (first, second) if first_right else (second, first)
-            game = MatchGame((right.agent.obs_profile, left.agent.obs_profile), record_colour=True)
+            game = MatchGame((right.agent.obs_profile, left.agent.obs_profile), record_colour=True,
+                             serve_assist=serve_assist)
             game.reset(int(rng.integers(0, MAX_START_NOOP_FRAMES)))
             names = (left.name, right.name)
             for frame in game.colour_frames:

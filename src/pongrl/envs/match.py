@@ -15,6 +15,12 @@ cut after `max_frames` raw frames. Per raw frame the emulator rewards a point wi
 and -1 to the other, and a player who does not serve within 2 seconds with -1 alone (the score does
 not change): points and serve penalties are counted apart.
 
+Agents trained against the built-in AI never had to serve (the single-player game serves for them),
+so between two of them the serving player idles into a serve penalty every 2 seconds and the game
+stalls. `serve_assist` presses FIRE for both players while the ball is out of play (the ball's height
+in RAM is 0 exactly then: measured 44-208 in play), which serves; in play the agents' own actions
+always go through (FIRE is not neutral mid-rally in Pong).
+
 Two-player Pong ignores the ALE seed (the games are determined by the actions), so variety between
 games comes from a number of no-op frames at the start, drawn by the caller; it stays under the
 2-second serve window so that no player is penalised before it can act.
@@ -30,6 +36,8 @@ from pongrl.envs.two_player import (CLASSIC_MODE, FRAME_SIZE, FRAME_SKIP, FRAME_
 MAX_START_NOOP_FRAMES = 60  # half the serve window: no penalty can fall before the players act
 DEFAULT_MAX_FRAMES = 100_000  # pong_v3's max_cycles
 RIGHT, LEFT = 0, 1
+FIRE = 1  # in Pong's minimal action set
+BALL_HEIGHT_RAM = 54  # the ball's height; 0 while the ball is out of play
 
 
 class _StandardView:
@@ -72,7 +80,8 @@ VIEWS = {"standard": _StandardView, "seed": _SeedView}
 class MatchGame:
     """One two-player game; `profiles` names what the right and the left player see."""
 
-    def __init__(self, profiles: tuple[str, str], max_frames: int = DEFAULT_MAX_FRAMES, record_colour: bool = False):
+    def __init__(self, profiles: tuple[str, str], max_frames: int = DEFAULT_MAX_FRAMES, record_colour: bool = False,
+                 serve_assist: bool = False):
         import multi_agent_ale_py
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
@@ -91,6 +100,7 @@ class MatchGame:
         self.max_frames = max_frames
         self.record_colour = record_colour
         self.colour_frames: list[np.ndarray] = []
+        self.serve_assist = serve_assist
 
         self._acts = np.zeros(2, np.intc)
         self._rews = np.zeros(2, np.intc)
@@ -147,6 +157,8 @@ class MatchGame:
 
     def step(self, action_right: int, action_left: int) -> None:
         """Play one agent step (up to 4 raw frames) with both players' actions."""
+        if self.serve_assist and not self.ball_in_play():
+            action_right = action_left = FIRE
         self._acts[0], self._acts[1] = self.action_map[action_right], self.action_map[action_left]
         for _ in range(FRAME_SKIP):
             self._frame()
@@ -163,6 +175,9 @@ class MatchGame:
         rgb = np.maximum(self._rgb[0], self._rgb[1])
         for view in self.views.values():
             view.push(gray, rgb)
+
+    def ball_in_play(self) -> bool:
+        return bool(self.ale.getRAM()[BALL_HEIGHT_RAM])
 
     @property
     def done(self) -> bool:
