@@ -17,6 +17,7 @@ from pongrl.agent import playing_weights
 from pongrl.arena import load_player, play_match, summarize_match
 from pongrl.checkpoint import load_checkpoint, resolve, write_torch_file
 from pongrl.errors import PongrlError
+from pongrl.nets import torso_kind
 
 ALGO_TAGS = {"dqn": ["dqn", "deep-q-learning"], "ppo": ["ppo"], "selfplay": ["ppo", "self-play", "multi-agent"]}
 
@@ -69,8 +70,8 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
         video = record_video(player, load_player("builtin"), os.path.join(temp, "replay.mp4"), games=1,
                              max_frames=video_frames, seed=seed)
         metadata = card_metadata(algo, summary, games)
-        readme = _readme(metadata, algo, config, step, payload.get("obs_profile", "standard"), summary, scores,
-                         games, seed, run_or_checkpoint, video)
+        readme = _readme(metadata, algo, config, torso_kind(state_dict), step, payload.get("obs_profile", "standard"),
+                         summary, scores, games, seed, run_or_checkpoint, video)
         with open(os.path.join(temp, "README.md"), "w") as handle:
             handle.write(readme)
         if os.path.exists(out_dir):
@@ -82,14 +83,13 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
     return {"out": out_dir, "env_step": step, **summary}
 
 
-def _readme(metadata, algo, config, step, obs_profile, summary, scores, games, seed, source, video) -> str:
+def _readme(metadata, algo, config, network, step, obs_profile, summary, scores, games, seed, source, video) -> str:
     kind = {"dqn": "a DQN agent", "ppo": "a PPO agent trained against the built-in AI",
             "selfplay": "a PPO agent trained in self-play on two-player Pong (PettingZoo pong_v3)"}.get(algo, algo)
     profile = ("the self-play card's view: blue channel, 84x84, 4 frames channel-last, score rows blanked"
                if obs_profile == "seed" else "grayscale 84x84, 4 frames stacked channel-first (the DQN protocol)")
     settings = "\n".join(f"| {key} | {value} |" for key, value in config.items() if key not in ("track", "wandb_project"))
-    network = config.get("network", "nature")
-    torso = "Nature-CNN" if network == "nature" else "small-CNN (Mnih et al. 2013; pongrl.nets.small_torso)"
+    torso = "Nature-CNN" if network == "nature" else "small-CNN (Mnih et al. 2013; pongrl.nets.conv_torso(\"small\"))"
     load = ("```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)\n"
             "# the self-play card's Agent(...).load_state_dict(state_dict) reads it as is\n```"
             if algo in ("ppo", "selfplay") and network == "nature" else

@@ -82,7 +82,8 @@ MAX_FRAMES = 100_000
 RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
 
 
-def _add_frame_cap(parser: argparse.ArgumentParser) -> None:
+def _add_two_agent_flags(parser: argparse.ArgumentParser) -> None:
+    """The rules of a game between two agents: the frame cap and the serve assist."""
     parser.add_argument("--max-frames", type=_positive_int, default=MAX_FRAMES,
                         help=f"raw frames after which a two-agent game is cut and counted a draw (default {MAX_FRAMES})")
     _add_serve_assist(parser)
@@ -91,7 +92,8 @@ def _add_frame_cap(parser: argparse.ArgumentParser) -> None:
 def _add_serve_assist(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--serve-assist", action="store_true",
                         help="two-agent games: press FIRE for both players while the ball is out of play, so that "
-                             "agents trained against the built-in AI (which never serve) do not stall the game")
+                             "agents trained against the built-in AI (which never serve) do not stall the game; "
+                             "no effect against the built-in AI, whose game serves by itself")
 
 
 def _add_match_flags(parser: argparse.ArgumentParser) -> None:
@@ -100,7 +102,7 @@ def _add_match_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample", nargs="?", const="both", default="none", choices=list(SAMPLE_CHOICES),
                         help="sample actions from the policy instead of greedy: both players (--sample), "
                              "or only the first or the second (default none)")
-    _add_frame_cap(parser)
+    _add_two_agent_flags(parser)
 
 
 SAMPLE_CHOICES = {"none": (False, False), "first": (True, False), "second": (False, True), "both": (True, True)}
@@ -167,7 +169,7 @@ def build_parser() -> Parser:
                         help="all pairs, or each checkpoint against its run's neighbours (default auto: all up to 12 players)")
     league.add_argument("--seed", type=_int, default=0, help="match seed (default 0)")
     league.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
-    _add_frame_cap(league)
+    _add_two_agent_flags(league)
     league.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
                         help="matches played at once, one process each (default: the number of cores)")
 
@@ -357,16 +359,18 @@ def cmd_card(args) -> int:
 def cmd_export(args) -> int:
     from pongrl.agent import playing_weights
     from pongrl.checkpoint import load_checkpoint, write_torch_file
+    from pongrl.nets import torso_kind
 
     if os.path.exists(args.out) and not args.force:
         raise PongrlError(f"{args.out}: exists (use --force to overwrite)")
     payload = load_checkpoint(args.checkpoint)
     if payload.get("algo") not in ("ppo", "selfplay"):
         raise PongrlError(f"{payload['path']}: only PPO agents have the self-play card's format (this is {payload.get('algo')!r})")
-    if payload.get("config", {}).get("network", "nature") != "nature":
+    weights = playing_weights(payload)
+    if torso_kind(weights) != "nature":
         raise PongrlError(f"{payload['path']}: the self-play card's Agent has the Nature torso; this agent has the "
-                          f"{payload['config']['network']!r} one, so it has no seed-format export")
-    write_torch_file(args.out, playing_weights(payload))
+                          f"{torso_kind(weights)!r} one, so it has no seed-format export")
+    write_torch_file(args.out, weights)
     print(f"{args.out}: seed-format state_dict ({'shared' if payload['config']['share_network'] else 'separate'} torsos, "
           f"step {payload['env_step']}, observation profile {payload['obs_profile']})")
     return 0

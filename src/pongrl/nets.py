@@ -17,42 +17,30 @@ FRAME_SIZE = 84
 FRAME_STACK = 4
 
 
-def nature_torso() -> nn.Sequential:
-    """Conv 32 8x8/4, conv 64 4x4/2, conv 64 3x3/1, dense 512 (Mnih et al. 2015)."""
-    return nn.Sequential(
-        nn.Conv2d(FRAME_STACK, 32, 8, stride=4),
-        nn.ReLU(),
-        nn.Conv2d(32, 64, 4, stride=2),
-        nn.ReLU(),
-        nn.Conv2d(64, 64, 3, stride=1),
-        nn.ReLU(),
-        nn.Flatten(),
-        nn.Linear(64 * 7 * 7, 512),
-        nn.ReLU(),
-    )
+# name: (convolutions as (filters, kernel, stride), dense units)
+TORSOS = {
+    "nature": (((32, 8, 4), (64, 4, 2), (64, 3, 1)), 512),  # Mnih et al. 2015: 18.7 MFLOP per frame stack
+    "small": (((16, 8, 4), (32, 4, 2)), 256),  # Mnih et al. 2013: 5.9 MFLOP per frame stack
+}
 
 
-def small_torso() -> nn.Sequential:
-    """Conv 16 8x8/4, conv 32 4x4/2, dense 256 (Mnih et al. 2013): 5.9 MFLOP per frame stack against 18.7."""
-    return nn.Sequential(
-        nn.Conv2d(FRAME_STACK, 16, 8, stride=4),
-        nn.ReLU(),
-        nn.Conv2d(16, 32, 4, stride=2),
-        nn.ReLU(),
-        nn.Flatten(),
-        nn.Linear(32 * 9 * 9, 256),
-        nn.ReLU(),
-    )
-
-
-TORSOS = {"nature": (nature_torso, 512), "small": (small_torso, 256)}  # builder, features out
+def conv_torso(network: str = "nature") -> nn.Sequential:
+    """Convolutions with ReLU, flatten, dense with ReLU. For `nature` the indices are the seed's
+    `atari_network` (conv at 0, 2, 4; linear at 7)."""
+    convolutions, units = TORSOS[network]
+    layers, channels, size = [], FRAME_STACK, FRAME_SIZE
+    for filters, kernel, stride in convolutions:
+        layers += [nn.Conv2d(channels, filters, kernel, stride=stride), nn.ReLU()]
+        channels, size = filters, (size - kernel) // stride + 1
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(channels * size * size, units), nn.ReLU())
 
 
 def torso_kind(state_dict: dict) -> str:
     """Which torso a state_dict was saved from, told by its first convolution's filter count."""
+    first_filters = {convolutions[0][0]: name for name, (convolutions, _) in TORSOS.items()}
     for key, tensor in state_dict.items():
         if str(key).endswith("0.weight") and getattr(tensor, "ndim", 0) == 4:
-            return "small" if tensor.shape[0] == 16 else "nature"
+            return first_filters.get(tensor.shape[0], "nature")  # an unknown shape fails to load, naming itself
     return "nature"
 
 
@@ -65,9 +53,8 @@ class QNetwork(nn.Module):
 
     def __init__(self, num_actions: int, network: str = "nature"):
         super().__init__()
-        build, features = TORSOS[network]
-        self.torso = build()
-        self.head = nn.Linear(features, num_actions)
+        self.torso = conv_torso(network)
+        self.head = nn.Linear(TORSOS[network][1], num_actions)
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         x = frames.float().mul_(1.0 / 255.0)
@@ -82,7 +69,7 @@ def layer_init(layer: nn.Module, std: float = 2**0.5, bias: float = 0.0) -> nn.M
 
 
 def orthogonal_torso(network: str = "nature") -> nn.Sequential:
-    torso = TORSOS[network][0]()
+    torso = conv_torso(network)
     for layer in torso:
         if isinstance(layer, (nn.Conv2d, nn.Linear)):
             layer_init(layer)

@@ -11,6 +11,7 @@ replay buffer beside it.
 """
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import time
@@ -23,7 +24,7 @@ from pongrl.agent import QAgent
 from pongrl.checkpoint import checkpoint_name, save_checkpoint
 from pongrl.envs import NUM_ACTIONS, make_vector_env
 from pongrl.evaluate import evaluate_agent, summarize
-from pongrl.nets import QNetwork, torso_kind
+from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer
 from pongrl.learner import LearnerState, make_adam, start_learner
 from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
@@ -223,7 +224,4 @@ def _gradient_step(config, buffer, rng, q_network, target_network, optimizer, de
 
 
 def _cpu_copy(network: QNetwork) -> QNetwork:
-    state_dict = {k: v.cpu() for k, v in network.state_dict().items()}
-    copy = QNetwork(NUM_ACTIONS, torso_kind(state_dict))
-    copy.load_state_dict(state_dict)
-    return copy
+    return copy.deepcopy(network).cpu()

@@ -260,9 +260,9 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                     distribution = torch.distributions.Categorical(logits=logits)
                     action = distribution.sample()
                     logprobs[t] = distribution.log_prob(action).cpu()
-                values[t], actions[t] = value.cpu(), action.cpu()
+                values[t], actions[t] = value.cpu(), action.cpu()  # one copy off the device per step
                 mark = phases.lap("inference", mark)
-                obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
+                obs, reward, terminated, truncated, info = env.step(actions[t].numpy())
                 phases.lap("env", mark)
                 learn_reward = np.clip(reward, -1.0, 1.0)
                 if truncated.any():  # bootstrap a cut game from the value of where it was cut
