@@ -138,7 +138,7 @@ def test_ppo_against_the_builtin_ai_trains(tmp_path):
     # the phase clock: every phase of the loop ran, and together they fit in the run's wall time
     phases = [float(row[f"{phase}_seconds"]) for phase in ("env", "inference", "update")]
     assert all(seconds > 0 for seconds in phases) and float(row["eval_seconds"]) == 0
-    assert sum(phases) <= float(row["wall_seconds"])
+    assert sum(phases) <= float(row["wall_seconds"]) + 0.05  # metrics.csv rounds wall_seconds to 0.1 s
     payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
     assert payload["obs_profile"] == "standard" and payload["algo"] == "ppo"
 
