@@ -110,6 +110,8 @@ class MatchGame:
         self._c_acts, self._c_rews = as_ctypes(self._acts), as_ctypes(self._rews)
         self._c_rgb = [as_ctypes(self._rgb[k]) for k in range(2)]
         self._c_gray = [as_ctypes(self._gray[k]) for k in range(2)]
+        self._ram = np.zeros(128, np.uint8)  # read in place by the serve assist every step
+        self._c_ram = as_ctypes(self._ram)
         self._newest = 0
 
     def _grab(self) -> None:
@@ -177,7 +179,8 @@ class MatchGame:
             view.push(gray, rgb)
 
     def ball_in_play(self) -> bool:
-        return bool(self.ale.getRAM()[BALL_HEIGHT_RAM])
+        self.lib.getRAM(self.obj, self._c_ram)
+        return bool(self._ram[BALL_HEIGHT_RAM])
 
     @property
     def done(self) -> bool:

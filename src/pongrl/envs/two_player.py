@@ -220,6 +220,17 @@ class _Scoreboard:
             counter[agents_done] = 0
         return episode
 
+    def step_infos(self, rewards: np.ndarray, game_done: np.ndarray, final_obs: np.ndarray | None) -> dict:
+        """Count the step and build the `infos` both vector envs return (the module docstring's
+        "final_obs" and "episode", present only on steps where a game ended)."""
+        infos = {}
+        if game_done.any():
+            infos["final_obs"] = final_obs
+        episode = self.update(rewards, game_done)
+        if episode is not None:
+            infos["episode"] = episode
+        return infos
+
 
 # ---------------------------------------------------------------------------------------------
 # Reference: the seed's chain from PettingZoo + SuperSuit.
@@ -284,17 +295,13 @@ class ReferenceSelfPlayEnv:
         terminated = np.asarray(terminated, bool)
         truncated = np.asarray(truncated, bool)
         game_done = (terminated | truncated).reshape(-1, 2).all(1)
-        infos = {}
+        final_obs = None
         if game_done.any():
             final_obs = obs.copy()
             for i, info in enumerate(agent_infos):
                 if "terminal_observation" in info:
                     final_obs[i] = info["terminal_observation"]
-            infos["final_obs"] = final_obs
-        episode = self._scores.update(rewards, game_done)
-        if episode is not None:
-            infos["episode"] = episode
-        return obs, rewards, terminated, truncated, infos
+        return obs, rewards, terminated, truncated, self._scores.step_infos(rewards, game_done, final_obs)
 
     def close(self) -> None:
         self.envs.close()
@@ -506,17 +513,12 @@ class FastSelfPlayEnv:
         final_obs = np.empty_like(self._obs)
         ended = self.games.step(actions, self._obs, final_obs, rewards, terminated, truncated)
         obs = self._obs.copy()
-        infos = {}
         if ended.any():
             # Rows of games that go on hold their current observation, so
             # `infos.get("final_obs", obs)` is always the right bootstrap observation.
             running = np.repeat(~ended, 2)
             final_obs[running] = obs[running]
-            infos["final_obs"] = final_obs
-        episode = self._scores.update(rewards, ended)
-        if episode is not None:
-            infos["episode"] = episode
-        return obs, rewards, terminated, truncated, infos
+        return obs, rewards, terminated, truncated, self._scores.step_infos(rewards, ended, final_obs)
 
     def close(self) -> None:
         self.games.close()
