@@ -40,11 +40,17 @@ def report(args) -> None:
 
     from pongrl.run import read_metrics
 
-    rows = [r for r in read_metrics(args.run_dir) if r.get("eval_mean_return")]
-    if not rows:
+    all_rows = read_metrics(args.run_dir)
+    # Wall clock without the evaluations themselves (runs older than the per-phase columns lack it).
+    has_eval_clock = all(r.get("eval_seconds") not in (None, "") for r in all_rows)
+    eval_so_far = np.cumsum([float(r["eval_seconds"]) if has_eval_clock else 0.0 for r in all_rows])
+    picked = [i for i, r in enumerate(all_rows) if r.get("eval_mean_return")]
+    if not picked:
         sys.exit(f"{args.run_dir}: no evaluation rows yet")
+    rows = [all_rows[i] for i in picked]
     steps = np.array([int(r["env_step"]) for r in rows])
     hours = np.array([float(r["wall_seconds"]) for r in rows]) / 3600
+    training_hours = hours - eval_so_far[picked] / 3600
     mean = np.array([float(r["eval_mean_return"]) for r in rows])
     std = np.array([float(r["eval_std_return"]) for r in rows])
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
@@ -61,10 +67,16 @@ def report(args) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     figure.savefig(args.out, dpi=110)
     print(f"chart: {args.out}")
-    print("| env steps | wall-clock | eval return (mean +- std, 10 games) |")
-    print("|---:|---:|---:|")
-    for s, h, m, d in zip(steps, hours, mean, std):
-        print(f"| {s:,} | {h:.2f} h | {m:+.1f} +- {d:.1f} |")
+    if has_eval_clock:
+        print("| env steps | wall-clock | of it training (evaluations excluded) | eval return (mean +- std, 10 games) |")
+        print("|---:|---:|---:|---:|")
+        for s, h, t, m, d in zip(steps, hours, training_hours, mean, std):
+            print(f"| {s:,} | {h:.2f} h | {t * 60:.0f} min | {m:+.1f} +- {d:.1f} |")
+    else:
+        print("| env steps | wall-clock | eval return (mean +- std, 10 games) |")
+        print("|---:|---:|---:|")
+        for s, h, m, d in zip(steps, hours, mean, std):
+            print(f"| {s:,} | {h:.2f} h | {m:+.1f} +- {d:.1f} |")
 
 
 def main():
