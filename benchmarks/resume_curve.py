@@ -4,8 +4,8 @@ Compares the learning curves of finished run directories: the first is the unint
 the others are a run with the same seed that was stopped and resumed, and runs with other seeds (the
 noise: how far two equally valid runs drift apart anyway). Prints, for each run, its evaluations,
 the env step at which its training return (mean of the last games played) first reached a few
-milestones, and its mean absolute distance from the reference's training return after the stop;
-draws both curves.
+milestones, and its mean absolute distance from the reference's training return before and after the
+stop; draws both curves.
 
     python benchmarks/resume_curve.py --split 200000 --until 400000 --out docs/resume_vs_uninterrupted.png \\
         "seed 1, uninterrupted=$HOME/runs/dqn-default" "seed 1, resumed at 200k=$HOME/runs/dqn-resumed" \\
@@ -67,13 +67,16 @@ def main():
         labels.append(label)
         runs.append(load(os.path.expanduser(run_dir)))
 
+    # Every run is compared over the same window, the steps that all of them have reached.
+    until = min([args.until] + [run["last_step"] for run in runs])
     print("| run | last step | " + " | ".join(f"training return first >= {m:+.0f}" for m in MILESTONES)
-          + f" | mean abs. distance from the first run, ({args.split:,}, {args.until:,}] |")
-    print("|---|---:|" + "---:|" * (len(MILESTONES) + 1))
+          + f" | mean abs. distance from the first run, (0, {args.split:,}] | same, ({args.split:,}, {until:,}] |")
+    print("|---|---:|" + "---:|" * (len(MILESTONES) + 2))
     for label, run in zip(labels, runs):
         reached = [first_reaching(run, m) for m in MILESTONES]
-        gap, points = distance(run, runs[0], args.split, args.until)
-        gap_text = "(reference)" if run is runs[0] else f"{gap:.2f} over {points} log rows"
+        gaps = [distance(run, runs[0], start, stop) for start, stop in ((0, args.split), (args.split, until))]
+        gap_text = " | ".join("(reference)" if run is runs[0] else f"{gap:.2f} over {points} log rows"
+                              for gap, points in gaps)
         print(f"| {label} | {run['last_step']:,} | " + " | ".join(f"{r:,}" if r else "not yet" for r in reached)
               + f" | {gap_text} |")
 
