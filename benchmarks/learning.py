@@ -38,9 +38,13 @@ def report(args) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from pongrl.errors import PongrlError
     from pongrl.run import read_metrics
 
-    all_rows = read_metrics(args.run_dir)
+    try:
+        all_rows = read_metrics(args.run_dir)
+    except PongrlError as error:
+        sys.exit(f"learning.py: {error}")
     # Wall clock without the evaluations themselves (runs older than the per-phase columns lack it).
     has_eval_clock = all(r.get("eval_seconds") not in (None, "") for r in all_rows)
     eval_so_far = np.cumsum([float(r["eval_seconds"]) if has_eval_clock else 0.0 for r in all_rows])

@@ -24,9 +24,13 @@ MILESTONES = (-15.0, 0.0, 15.0)
 
 
 def load(run_dir: str) -> dict:
+    from pongrl.errors import PongrlError
     from pongrl.run import read_metrics
 
-    rows = read_metrics(run_dir)
+    try:
+        rows = read_metrics(run_dir)
+    except PongrlError as error:
+        sys.exit(f"resume_curve.py: {error}")
     steps = np.array([int(r["env_step"]) for r in rows])
     if np.any(np.diff(steps) <= 0):
         sys.exit(f"{run_dir}: metrics.csv steps are not strictly increasing (a bad splice)")

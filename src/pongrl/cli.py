@@ -367,9 +367,10 @@ def cmd_export(args) -> int:
     if payload.get("algo") not in ("ppo", "selfplay"):
         raise PongrlError(f"{payload['path']}: only PPO agents have the self-play card's format (this is {payload.get('algo')!r})")
     weights = playing_weights(payload)
-    if torso_kind(weights) != "nature":
+    torso = torso_kind(weights)
+    if torso != "nature":
         raise PongrlError(f"{payload['path']}: the self-play card's Agent has the Nature torso; this agent has the "
-                          f"{torso_kind(weights)!r} one, so it has no seed-format export")
+                          f"{torso!r} one, so it has no seed-format export")
     write_torch_file(args.out, weights)
     print(f"{args.out}: seed-format state_dict ({'shared' if payload['config']['share_network'] else 'separate'} torsos, "
           f"step {payload['env_step']}, observation profile {payload['obs_profile']})")
