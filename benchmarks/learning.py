@@ -13,6 +13,7 @@ run over several sessions. The chart and a Markdown table of the evaluations are
 """
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -27,7 +28,11 @@ def train(args) -> None:
         command = [sys.executable, "-m", "pongrl", "train", args.algo, "--preset", args.preset, "--run-dir", args.run_dir,
                    "--total-steps", str(args.total_steps), "--eval-every", str(args.eval_every), "--eval-episodes", "10", *args.extra]
     print("$", " ".join(command), flush=True)
-    code = subprocess.call(command)  # the interpreter running this script, so no activated venv is needed
+    child = subprocess.Popen(command)  # the interpreter running this script, so no activated venv is needed
+    # `kill PID` of this script must stop the training cleanly (checkpoint written), not orphan it; Ctrl-C
+    # already reaches the whole process group, so only SIGTERM is passed on.
+    signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
+    code = child.wait()
     if code not in (0, 130, 143):
         sys.exit(code)
 
