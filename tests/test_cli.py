@@ -117,6 +117,11 @@ def test_video_and_plot(trained_run, tmp_path, capsys):
     code, _, err = run(["plot", trained_run, trained_run, "--out", png], capsys)
     assert code == 0, err
     assert open(png, "rb").read(4) == b"\x89PNG"
+    from pongrl.media import curve_series
+    from pongrl.run import read_metrics
+
+    series = curve_series(read_metrics(trained_run), self_play=False)
+    assert series["loss_name"] == "TD loss" and series["train_return"] is not None
 
 
 def test_train_refuses_an_existing_run_unless_forced(trained_run, capsys):

@@ -3,6 +3,7 @@ import csv
 import os
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -10,6 +11,7 @@ from pongrl.agent import PolicyAgent, load_agent
 from pongrl.algos.ppo import compute_gae, learning_rate_at, ppo_losses
 from pongrl.cli import main
 from pongrl.config import check_same_experiment, make_config, to_dict
+from pongrl.media import curve_series
 from pongrl.nets import ActorCritic, QNetwork, is_shared_torso, torso_kind
 
 
@@ -128,6 +130,11 @@ def test_selfplay_trains_resumes_exports_and_evaluates(tmp_path, capsys):
     capsys.readouterr()
     assert main(["eval", exported, "--episodes", "1", "--json"]) == 0
     assert '"games": 1' in capsys.readouterr().out
+    # the plot draws PPO's value loss, and no training return for self-play (even by construction)
+    series = curve_series(metrics, self_play=True)
+    assert series["train_return"] is None and series["loss_name"] == "value loss"
+    assert np.isfinite(series["loss"]).all() and (series["loss"] > 0).all()
+    assert main(["plot", run_dir, "--out", str(tmp_path / "curves.png")]) == 0
 
 
 def test_ppo_against_the_builtin_ai_trains(tmp_path):
@@ -141,6 +148,8 @@ def test_ppo_against_the_builtin_ai_trains(tmp_path):
     assert sum(phases) <= float(row["wall_seconds"]) + 0.05  # metrics.csv rounds wall_seconds to 0.1 s
     payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
     assert payload["obs_profile"] == "standard" and payload["algo"] == "ppo"
+    series = curve_series([row], self_play=False)  # against the built-in AI the training return is drawn
+    assert series["train_return"] is not None and series["loss_name"] == "value loss"
 
 
 def test_ppo_with_the_seed_observation_profile_trains(tmp_path):

@@ -18,38 +18,70 @@ def _number(text):
     return value
 
 
+def _column(rows, name) -> np.ndarray:
+    return np.array([_number(r.get(name)) for r in rows])
+
+
+def curve_series(rows: list[dict], self_play: bool) -> dict:
+    """What plot_runs draws for one run, by the columns its algorithm logs: DQN logs a TD loss, PPO a value
+    loss; a self-play run's own games are even by construction (return_first_0 = -return_second_0), so its
+    training return says nothing and only its evaluation against the built-in AI is drawn."""
+    loss_name, loss = "TD loss", _column(rows, "loss")
+    if np.isnan(loss).all():
+        loss_name, loss = "value loss", _column(rows, "value_loss")
+    return {
+        "steps": _column(rows, "env_step"),
+        "train_return": None if self_play else _column(rows, "average_return"),
+        "eval_return": _column(rows, "eval_mean_return"),
+        "loss_name": loss_name,
+        "loss": loss,
+        "length": _column(rows, "average_length"),
+    }
+
+
 def plot_runs(run_dirs: list[str], out: str) -> None:
-    """The seed's two plots, several runs overlaid: average return (training mean of the last 10
-    games, and evaluation means where present) and TD loss, both against env steps."""
+    """The seed's two plots, several runs overlaid, and the game length: average return (training mean of
+    the last 10 games, and evaluation means where present), the loss (TD loss for DQN, value loss for PPO),
+    and the average game length in env steps (longer rallies as an agent learns to return the ball; the
+    only training curve of a self-play run that moves), all against env steps (agent steps for self-play)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pongrl.run import read_metrics
+    from pongrl.config import load_yaml
+    from pongrl.run import CONFIG_FILE, read_metrics
 
     runs = {run_dir: read_metrics(run_dir) for run_dir in run_dirs}  # refuse a bad run before drawing
+    self_play = {}
     for run_dir, rows in runs.items():
         if not rows:
             raise PongrlError(f"{run_dir}: metrics.csv has no rows yet")
-    figure, (ax_return, ax_loss) = plt.subplots(1, 2, figsize=(13, 4.5))
-    for run_dir, rows in runs.items():
+        config_path = os.path.join(run_dir, CONFIG_FILE)
+        self_play[run_dir] = os.path.exists(config_path) and load_yaml(config_path).algo == "selfplay"
+    figure, (ax_return, ax_loss, ax_length) = plt.subplots(1, 3, figsize=(18, 4.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, (run_dir, rows) in enumerate(runs.items()):
         label = os.path.basename(os.path.normpath(run_dir))
-        steps = np.array([_number(r.get("env_step")) for r in rows])
-        train_return = np.array([_number(r.get("average_return")) for r in rows])
-        eval_return = np.array([_number(r.get("eval_mean_return")) for r in rows])
-        loss = np.array([_number(r.get("loss")) for r in rows])
-        line, = ax_return.plot(steps, train_return, label=f"{label} (training, last 10 games)")
-        has_eval = ~np.isnan(eval_return)
+        series = curve_series(rows, self_play[run_dir])
+        steps = series["steps"]
+        color = colors[index % len(colors)]
+        if series["train_return"] is not None:
+            ax_return.plot(steps, series["train_return"], color=color, label=f"{label} (training, last 10 games)")
+        has_eval = ~np.isnan(series["eval_return"])
         if has_eval.any():
-            ax_return.plot(steps[has_eval], eval_return[has_eval], "o--", color=line.get_color(), label=f"{label} (evaluation)")
-        ax_loss.plot(steps, loss, color=line.get_color(), label=label)
+            ax_return.plot(steps[has_eval], series["eval_return"][has_eval], "o--", color=color,
+                           label=f"{label} (evaluation against the built-in AI)")
+        ax_loss.plot(steps, series["loss"], color=color, label=f"{label} ({series['loss_name']})")
+        ax_length.plot(steps, series["length"], color=color, label=label)
     ax_return.set(xlabel="environment steps", ylabel="average return (game score)", ylim=(-21.5, 21.5), title="Average return")
-    ax_loss.set(xlabel="environment steps", ylabel="TD loss", title="Loss")
+    ax_loss.set(xlabel="environment steps", ylabel="loss", title="Loss")
     ax_loss.set_yscale("log")
-    for axis in (ax_return, ax_loss):
+    ax_length.set(xlabel="environment steps", ylabel="steps per game (last 10 games)", title="Game length")
+    for axis in (ax_return, ax_loss, ax_length):
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
+        if axis.get_legend_handles_labels()[0]:  # a self-play run with no evaluation yet has no return line
+            axis.legend(fontsize=7)
     figure.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     figure.savefig(out, dpi=110)
