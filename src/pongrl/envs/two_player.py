@@ -259,7 +259,27 @@ def make_seed_parallel_env(max_cycles: int = MAX_CYCLES):
     return ss.lambda_wrappers.observation_lambda_v0(env, _seed_obs_modification)
 
 
-class ReferenceSelfPlayEnv:
+class _SelfPlayVectorEnv:
+    """What both self-play vector envs share: sizes, the seed of the first reset and the scoreboard."""
+
+    def __init__(self, num_games: int, seed: int, max_cycles: int):
+        self.num_games = num_games
+        self.num_agents = 2 * num_games
+        self.seed = int(seed)
+        self.max_cycles = max_cycles
+        self._scores = _Scoreboard(num_games)
+        self._seeded = False
+
+    def _start_reset(self, seed: int | None) -> int | None:
+        """The constructor's seed on the first reset, the caller's after that; the scores start over."""
+        if seed is None and not self._seeded:
+            seed = self.seed
+        self._seeded = True
+        self._scores = _Scoreboard(self.num_games)
+        return seed
+
+
+class ReferenceSelfPlayEnv(_SelfPlayVectorEnv):
     """`num_games` games through the seed's own wrappers (slow: ~290 game steps/s on one core).
 
     Vectorised as in the seed with pettingzoo_env_to_vec_env_v1 and concat_vec_envs_v1(num_cpus=0).
@@ -271,21 +291,12 @@ class ReferenceSelfPlayEnv:
     def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES):
         import supersuit as ss
 
-        self.num_games = num_games
-        self.num_agents = 2 * num_games
-        self.seed = int(seed)
-        self.max_cycles = max_cycles
+        super().__init__(num_games, seed, max_cycles)
         self.envs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(
             make_seed_parallel_env(max_cycles)), num_games, num_cpus=0, base_class="gymnasium")
-        self._scores = _Scoreboard(num_games)
-        self._seeded = False
 
     def reset(self, seed: int | None = None) -> np.ndarray:
-        if seed is None and not self._seeded:
-            seed = self.seed
-        self._seeded = True
-        obs, _ = self.envs.reset(seed=seed)
-        self._scores = _Scoreboard(self.num_games)
+        obs, _ = self.envs.reset(seed=self._start_reset(seed))
         return np.asarray(obs)
 
     def step(self, actions):
@@ -478,7 +489,7 @@ class _Games:
         return mask
 
 
-class FastSelfPlayEnv:
+class FastSelfPlayEnv(_SelfPlayVectorEnv):
     """The seed's two-player Pong, `num_games` games, without PettingZoo/SuperSuit in the loop.
 
     Same observations, clipped rewards, terminations (game over at 21 points), truncations
@@ -487,22 +498,12 @@ class FastSelfPlayEnv:
     """
 
     def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1):
-        self.num_games = num_games
-        self.num_agents = 2 * num_games
-        self.seed = int(seed)
-        self.max_cycles = max_cycles
+        super().__init__(num_games, seed, max_cycles)
         self.games = _Games(num_games, max_cycles, num_threads)
-        n = self.num_agents
-        self._obs = np.zeros((n, FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)
-        self._scores = _Scoreboard(num_games)
-        self._seeded = False
+        self._obs = np.zeros((self.num_agents, FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
-        if seed is None and not self._seeded:
-            seed = self.seed
-        self._seeded = True
-        self.games.reset(self._obs, seed)
-        self._scores = _Scoreboard(self.num_games)
+        self.games.reset(self._obs, self._start_reset(seed))
         return self._obs.copy()
 
     def step(self, actions):
