@@ -4,6 +4,7 @@ against the built-in AI) against env steps and wall-clock time.
     python benchmarks/learning.py --run-dir ~/runs/dqn-default --preset default --total-steps 2000000
     python benchmarks/learning.py --run-dir ~/runs/dqn-default --report-only --out docs/learning_dqn_default.png
     python benchmarks/learning.py --run-dir ~/runs/dqn-small --total-steps 2000000 -- --network small --torch-threads 1
+    python benchmarks/learning.py --run-dir ~/runs/dqn-small --report-only --compare ~/runs/dqn-default --out chart.png
 
 Arguments after `--` go to `pongrl train` (or to `pongrl resume`, which takes only the settings a resume
 may change, such as --torch-threads).
@@ -37,17 +38,13 @@ def train(args) -> None:
         sys.exit(code)
 
 
-def report(args) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def eval_curve(run_dir: str) -> dict:
+    """A run's evaluations: env steps, wall-clock hours, hours without the evaluations, mean and std."""
     from pongrl.errors import PongrlError
     from pongrl.run import read_metrics
 
     try:
-        all_rows = read_metrics(args.run_dir)
+        all_rows = read_metrics(run_dir)
     except PongrlError as error:
         sys.exit(f"learning.py: {error}")
     # Wall clock without the evaluations themselves (runs older than the per-phase columns lack it).
@@ -55,37 +52,60 @@ def report(args) -> None:
     eval_so_far = np.cumsum([float(r["eval_seconds"]) if has_eval_clock else 0.0 for r in all_rows])
     picked = [i for i, r in enumerate(all_rows) if r.get("eval_mean_return")]
     if not picked:
-        sys.exit(f"{args.run_dir}: no evaluation rows yet")
+        sys.exit(f"{run_dir}: no evaluation rows yet")
     rows = [all_rows[i] for i in picked]
-    steps = np.array([int(r["env_step"]) for r in rows])
     hours = np.array([float(r["wall_seconds"]) for r in rows]) / 3600
-    training_hours = hours - eval_so_far[picked] / 3600
-    mean = np.array([float(r["eval_mean_return"]) for r in rows])
-    std = np.array([float(r["eval_std_return"]) for r in rows])
+    return {
+        "name": os.path.basename(os.path.normpath(run_dir)),
+        "steps": np.array([int(r["env_step"]) for r in rows]),
+        "hours": hours,
+        "training_hours": hours - eval_so_far[picked] / 3600 if has_eval_clock else None,
+        "mean": np.array([float(r["eval_mean_return"]) for r in rows]),
+        "std": np.array([float(r["eval_std_return"]) for r in rows]),
+    }
+
+
+def report(args) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = [eval_curve(run_dir) for run_dir in [args.run_dir, *args.compare]]
+    # Beside other runs, time is compared without the evaluations (their number and length differ by run).
+    use_training_hours = len(curves) > 1 and all(c["training_hours"] is not None for c in curves)
+    hours_label = "training hours (evaluations excluded)" if use_training_hours else "wall-clock hours"
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
-    for axis, x, label in ((axes[0], steps / 1e6, "environment steps (millions)"), (axes[1], hours, "wall-clock hours")):
-        axis.plot(x, mean, "o-")
-        axis.fill_between(x, mean - std, mean + std, alpha=0.2)
+    for curve in curves:
+        hours = curve["training_hours"] if use_training_hours else curve["hours"]
+        for axis, x in ((axes[0], curve["steps"] / 1e6), (axes[1], hours)):
+            line, = axis.plot(x, curve["mean"], "o-", label=curve["name"])
+            axis.fill_between(x, curve["mean"] - curve["std"], curve["mean"] + curve["std"], alpha=0.15,
+                              color=line.get_color())
+    for axis, label in ((axes[0], "environment steps (millions)"), (axes[1], hours_label)):
         axis.axhline(18, color="grey", linestyle=":", label="target +18")
         axis.set(xlabel=label, ylim=(-21.5, 21.5))
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("evaluation return (10 games vs built-in AI)")
-    axes[0].legend()
-    figure.suptitle(os.path.basename(os.path.normpath(args.run_dir)))
+    axes[0].legend(fontsize=8)
+    figure.suptitle(" vs ".join(c["name"] for c in curves))
     figure.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     figure.savefig(args.out, dpi=110)
     print(f"chart: {args.out}")
-    if has_eval_clock:
-        print("| env steps | wall-clock | of it training (evaluations excluded) | eval return (mean +- std, 10 games) |")
-        print("|---:|---:|---:|---:|")
-        for s, h, t, m, d in zip(steps, hours, training_hours, mean, std):
-            print(f"| {s:,} | {h:.2f} h | {t * 60:.0f} min | {m:+.1f} +- {d:.1f} |")
-    else:
-        print("| env steps | wall-clock | eval return (mean +- std, 10 games) |")
-        print("|---:|---:|---:|")
-        for s, h, m, d in zip(steps, hours, mean, std):
-            print(f"| {s:,} | {h:.2f} h | {m:+.1f} +- {d:.1f} |")
+    for curve in curves:
+        if len(curves) > 1:
+            print(f"\n{curve['name']}")
+        if curve["training_hours"] is not None:
+            print("| env steps | wall-clock | of it training (evaluations excluded) | eval return (mean +- std, 10 games) |")
+            print("|---:|---:|---:|---:|")
+            for s, h, t, m, d in zip(curve["steps"], curve["hours"], curve["training_hours"], curve["mean"], curve["std"]):
+                print(f"| {s:,} | {h:.2f} h | {t * 60:.0f} min | {m:+.1f} +- {d:.1f} |")
+        else:
+            print("| env steps | wall-clock | eval return (mean +- std, 10 games) |")
+            print("|---:|---:|---:|")
+            for s, h, m, d in zip(curve["steps"], curve["hours"], curve["mean"], curve["std"]):
+                print(f"| {s:,} | {h:.2f} h | {m:+.1f} +- {d:.1f} |")
 
 
 def main():
@@ -97,6 +117,8 @@ def main():
     parser.add_argument("--eval-every", type=int, default=50_000)
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out", default=None, help="chart path (default RUN/plots/learning.png)")
+    parser.add_argument("--compare", nargs="+", default=[], metavar="RUN",
+                        help="other runs drawn beside this one in the chart (time then excludes evaluations)")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
