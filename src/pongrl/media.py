@@ -74,10 +74,11 @@ def plot_runs(run_dirs: list[str], out: str) -> None:
                            label=f"{label} (evaluation against the built-in AI)")
         ax_loss.plot(steps, series["loss"], color=color, label=f"{label} ({series['loss_name']})")
         ax_length.plot(steps, series["length"], color=color, label=label)
-    ax_return.set(xlabel="environment steps", ylabel="average return (game score)", ylim=(-21.5, 21.5), title="Average return")
-    ax_loss.set(xlabel="environment steps", ylabel="loss", title="Loss")
+    steps_label = "environment steps (agent steps for self-play)" if any(self_play.values()) else "environment steps"
+    ax_return.set(xlabel=steps_label, ylabel="average return (game score)", ylim=(-21.5, 21.5), title="Average return")
+    ax_loss.set(xlabel=steps_label, ylabel="loss", title="Loss")
     ax_loss.set_yscale("log")
-    ax_length.set(xlabel="environment steps", ylabel="steps per game (last 10 games)", title="Game length")
+    ax_length.set(xlabel=steps_label, ylabel="steps per game (last 10 games)", title="Game length")
     for axis in (ax_return, ax_loss, ax_length):
         axis.grid(alpha=0.3)
         if axis.get_legend_handles_labels()[0]:  # a self-play run with no evaluation yet has no return line
