@@ -26,15 +26,13 @@ def curve_series(rows: list[dict], self_play: bool) -> dict:
     """What plot_runs draws for one run, by the columns its algorithm logs: DQN logs a TD loss, PPO a value
     loss; a self-play run's own games are even by construction (return_first_0 = -return_second_0), so its
     training return says nothing and only its evaluation against the built-in AI is drawn."""
-    loss_name, loss = "TD loss", _column(rows, "loss")
-    if np.isnan(loss).all():
-        loss_name, loss = "value loss", _column(rows, "value_loss")
+    loss_name, column = ("value loss", "value_loss") if "value_loss" in rows[0] else ("TD loss", "loss")
     return {
         "steps": _column(rows, "env_step"),
         "train_return": None if self_play else _column(rows, "average_return"),
         "eval_return": _column(rows, "eval_mean_return"),
         "loss_name": loss_name,
-        "loss": loss,
+        "loss": _column(rows, column),
         "length": _column(rows, "average_length"),
     }
 
