@@ -10,6 +10,8 @@ import time
 import pytest
 
 from pongrl.cli import main
+from pongrl.media import curve_series
+from pongrl.run import read_metrics
 
 from cli_helpers import run
 
@@ -117,9 +119,6 @@ def test_video_and_plot(trained_run, tmp_path, capsys):
     code, _, err = run(["plot", trained_run, trained_run, "--out", png], capsys)
     assert code == 0, err
     assert open(png, "rb").read(4) == b"\x89PNG"
-    from pongrl.media import curve_series
-    from pongrl.run import read_metrics
-
     series = curve_series(read_metrics(trained_run), self_play=False)
     assert series["loss_name"] == "TD loss" and series["train_return"] is not None
 
