@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from pongrl.cli import main
 from pongrl.media import curve_series
@@ -93,7 +94,12 @@ def test_resume_from_an_older_checkpoint_drops_the_later_rows(tmp_path, capsys):
 
 
 def test_eval_plays_whole_games(trained_run, capsys):
-    code, out, err = run(["eval", trained_run, "--episodes", "1", "--json"], capsys)
+    threads_before = torch.get_num_threads()
+    try:
+        code, out, err = run(["eval", trained_run, "--episodes", "1", "--json", "--torch-threads", "1"], capsys)
+        assert torch.get_num_threads() == 1  # the flag reached torch (eval shares a machine with training runs)
+    finally:
+        torch.set_num_threads(threads_before)
     assert code == 0, err
     result = json.loads(out)
     game = result["per_game"][0]
@@ -142,6 +148,8 @@ def test_train_refuses_an_existing_run_unless_forced(trained_run, capsys):
     (["resume", "/nonexistent-run"], "no such run directory"),
     (["eval", "/nonexistent.pt"], "no such file"),
     (["eval", "/nonexistent.pt", "--episodes", "0"], "positive integer"),
+    (["duel", "builtin", "builtin", "--torch-threads", "0"], "positive integer"),
+    (["video", "/nonexistent.pt", "--torch-threads", "5000"], "at most 1024"),
     (["video", "/nonexistent.pt"], "no such file"),
     (["plot", "/nonexistent-run"], "no metrics.csv"),
 ])

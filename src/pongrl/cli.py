@@ -50,6 +50,19 @@ def _float(text: str) -> float:
     return value
 
 
+def _torch_threads(text: str) -> int:
+    value = _positive_int(text)
+    if value > config_module.MAX_TORCH_THREADS:  # a typo here would start that many threads at the first layer
+        raise argparse.ArgumentTypeError(f"expected at most {config_module.MAX_TORCH_THREADS}, got {text!r}")
+    return value
+
+
+def _add_torch_threads(parser: argparse.ArgumentParser) -> None:
+    """For the commands that only play (eval, duel, video, card): share a machine with a training run."""
+    parser.add_argument("--torch-threads", dest="play_threads", type=_torch_threads, default=None, metavar="N",
+                        help="torch intra-op threads for the agents' forward passes (default: torch's, one per core)")
+
+
 def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only: set[str] | None = None) -> None:
     """One flag per config field (or per field in `only`), defaulting to None so the preset decides
     unless given."""
@@ -151,12 +164,14 @@ def build_parser() -> Parser:
                           help="builtin (default), or a CHECKPOINT_OR_RUN to play a duel against instead")
     evaluate.add_argument("--sample", action="store_true", help="sample actions from the policy instead of greedy")
     _add_serve_assist(evaluate)
+    _add_torch_threads(evaluate)
 
     duel = commands.add_parser("duel", help="a match between two players (checkpoints, seed state_dicts or builtin)")
     duel.add_argument("first", metavar="A", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
     duel.add_argument("second", metavar="B", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
     _add_match_flags(duel)
     duel.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    _add_torch_threads(duel)
 
     league = commands.add_parser("league", help="rate a run's checkpoints (and others) by playing them against each other")
     league.add_argument("inputs", nargs="+", metavar="RUN_OR_CHECKPOINT",
@@ -181,6 +196,7 @@ def build_parser() -> Parser:
     card.add_argument("--video-frames", type=_positive_int, default=7_200,
                       help="emulator frames of the replay video at most (default 7200, two minutes)")
     card.add_argument("--force", action="store_true", help="replace --out if it exists")
+    _add_torch_threads(card)
 
     export = commands.add_parser("export", help="write a PPO agent as the bare state_dict the self-play card's code loads")
     export.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
@@ -204,6 +220,7 @@ def build_parser() -> Parser:
     video.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
     video.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
     _add_serve_assist(video)
+    _add_torch_threads(video)
     return parser
 
 
@@ -424,6 +441,10 @@ COMMANDS = {"train": cmd_train, "resume": cmd_resume, "eval": cmd_eval, "duel": 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "play_threads", None):
+        import torch
+
+        torch.set_num_threads(args.play_threads)
     try:
         return COMMANDS[args.command](args)
     except PongrlError as error:
