@@ -1,9 +1,10 @@
 """Where a DQN gradient step spends its time on this machine, and what the optimizer variants cost.
 
-    python benchmarks/dqn_update.py [--batch-size 32] [--steps 50]
+    python benchmarks/dqn_update.py [--batch-size 32] [--steps 50] [--prioritized-replay]
 
 Prints milliseconds per phase of one gradient step of the default preset (double DQN, batch from a
-real FrameReplayBuffer), then the time of one Adam step for torch's optimizer implementations.
+real FrameReplayBuffer, or the prioritized one with its priority updates and the write of one vector
+step), then the time of one Adam step for torch's optimizer implementations.
 """
 import argparse
 import time
@@ -17,10 +18,11 @@ from pongrl.nets import QNetwork
 
 
 def phases(args) -> None:
-    config = make_config("dqn", "default", dict(buffer_size=20_000, batch_size=args.batch_size))
+    config = make_config("dqn", "default", dict(buffer_size=args.buffer_size, batch_size=args.batch_size,
+                                                prioritized_replay=args.prioritized_replay))
     state = DQNState(config, torch.device("cpu"))
     rng = np.random.default_rng(0)
-    for _ in range(3_000):
+    for _ in range(args.buffer_size // 4 + 100):
         obs = rng.integers(0, 256, (4, 4, 84, 84), dtype=np.uint8)
         state.buffer.add(obs, rng.integers(0, 6, 4), np.zeros(4), np.zeros(4, bool), np.zeros(4, bool))
     totals: dict[str, float] = {}
@@ -34,6 +36,10 @@ def phases(args) -> None:
         if step == 10:
             totals.clear()  # warm-up excluded
         t = time.perf_counter()
+        if args.prioritized_replay:  # one vector step written per gradient step, as in training
+            obs = rng.integers(0, 256, (4, 4, 84, 84), dtype=np.uint8)
+            state.buffer.add(obs, rng.integers(0, 6, 4), np.zeros(4), np.zeros(4, bool), np.zeros(4, bool))
+            t = lap("write one vector step", t)
         batch = state.buffer.sample(config.batch_size, state.rng)
         t = lap("sample from replay", t)
         obs, next_obs = _to_device(batch["obs"], "cpu"), _to_device(batch["next_obs"], "cpu")
@@ -53,7 +59,10 @@ def phases(args) -> None:
         loss.backward()
         t = lap("backward", t)
         state.optimizer.step()
-        lap("optimizer step", t)
+        t = lap("optimizer step", t)
+        if args.prioritized_replay:
+            state.buffer.update_priorities(batch["env"], batch["slot"], (targets - q_taken.detach()).numpy())
+            lap("update priorities", t)
     print(f"gradient step, batch {config.batch_size}, torch {torch.__version__}, {torch.get_num_threads()} threads")
     for name, seconds in totals.items():
         print(f"  {name:28s} {seconds / args.steps * 1e3:6.2f} ms")
@@ -78,6 +87,8 @@ def optimizers(args) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--buffer-size", type=int, default=20_000)
+    parser.add_argument("--prioritized-replay", action="store_true")
     parser.add_argument("--steps", type=int, default=50)
     arguments = parser.parse_args()
     phases(arguments)

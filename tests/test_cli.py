@@ -201,6 +201,20 @@ def test_dqn_with_the_small_network_trains_resumes_and_plays(tmp_path, capsys):
     assert exit_info.value.code == 2
 
 
+def test_dqn_with_prioritized_replay_trains_and_resumes_with_its_priorities(tmp_path):
+    import numpy as np
+
+    run_dir = str(tmp_path / "dqn-per")
+    assert main(["train", "dqn", "--prioritized-replay", "--run-dir", run_dir, "--total-steps", "200", *SMALL]) == 0
+    with np.load(os.path.join(run_dir, "checkpoints", "replay_step_000000000200.npz")) as saved:
+        priorities, max_priority = saved["priorities"], saved["max_priority"][0]
+    drawn = priorities[(priorities > 0) & (priorities != 1.0)]
+    assert len(drawn) > 0, "gradient steps replaced the initial priority of the transitions they drew"
+    assert max_priority >= 1.0 and priorities.max() <= max_priority**0.5 + 1e-12  # stored as p^alpha, alpha 0.5
+    assert main(["resume", run_dir, "--extra-steps", "100"]) == 0
+    assert metric_steps(run_dir) == [100, 200, 300]
+
+
 def test_resume_may_change_where_and_how_a_run_runs_and_nothing_else(tmp_path, capsys):
     run_dir = str(tmp_path / "dqn")
     assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "100", *SMALL]) == 0

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from pongrl.algos.dqn import linear_epsilon, td_loss, td_targets
+from pongrl.algos.dqn import linear_epsilon, priority_beta, td_loss, td_targets
 from pongrl.config import make_config
 
 
@@ -36,3 +36,14 @@ def test_losses():
     y = torch.tensor([0.5, 3.0])
     assert td_loss(q, y, "mse").item() == pytest.approx((0.25 + 9.0) / 2)
     assert td_loss(q, y, "huber").item() == pytest.approx((0.125 + 2.5) / 2)
+    # importance weights scale each transition's loss (prioritized replay)
+    weights = torch.tensor([1.0, 0.2])
+    assert td_loss(q, y, "huber", weights).item() == pytest.approx((0.125 + 0.2 * 2.5) / 2)
+    assert td_loss(q, y, "mse", torch.ones(2)).item() == pytest.approx(td_loss(q, y, "mse").item())
+
+
+def test_priority_beta_anneals_to_one_at_the_last_step():
+    config = make_config("dqn", "default", {"total_steps": 1000, "priority_beta": 0.4})
+    assert priority_beta(config, 0) == pytest.approx(0.4)
+    assert priority_beta(config, 500) == pytest.approx(0.7)
+    assert priority_beta(config, 5000) == pytest.approx(1.0)

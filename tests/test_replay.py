@@ -1,8 +1,10 @@
-"""The frame replay buffer: stacks never cross an episode start, wrap-around, n-step returns."""
+"""The frame replay buffer: stacks never cross an episode start, wrap-around, n-step returns;
+prioritized replay draws in proportion to priority and weighs the draw back."""
 import numpy as np
 import pytest
 
-from pongrl.replay import FrameReplayBuffer
+from pongrl.errors import PongrlError
+from pongrl.replay import FrameReplayBuffer, PrioritizedReplayBuffer, SumTree
 
 
 def frame(value: int) -> np.ndarray:
@@ -130,3 +132,80 @@ def test_save_and_load_round_trip(tmp_path):
 def test_a_full_100k_buffer_stays_under_the_memory_budget():
     buffer = FrameReplayBuffer(capacity=100_000, num_envs=4, n_step=3)
     assert buffer.nbytes() < 0.8e9
+
+
+def test_sum_tree_finds_leaves_in_proportion_to_their_values():
+    tree = SumTree(5)  # not a power of two: the padding leaves stay 0
+    tree.set(np.array([0, 1, 2, 3, 4]), np.array([1.0, 0.0, 3.0, 0.5, 0.5]))
+    assert tree.total() == pytest.approx(5.0)
+    # cumulative: leaf 0 holds [0, 1), leaf 2 [1, 4), leaf 3 [4, 4.5), leaf 4 [4.5, 5); leaf 1 nothing
+    assert tree.find(np.array([0.0, 0.99, 1.0, 3.99, 4.0, 4.6, 4.999])).tolist() == [0, 0, 2, 2, 3, 4, 4]
+    tree.set(np.array([2]), np.array([0.0]))
+    assert tree.total() == pytest.approx(2.0)
+    assert tree.find(np.array([1.2])).tolist() == [3]
+    copy = SumTree(5)
+    copy.leaves()[...] = tree.leaves()
+    copy.rebuild()
+    np.testing.assert_array_equal(copy.nodes, tree.nodes)
+
+
+def fill_prioritized(buffer, steps):
+    for t in range(steps):
+        ended = t % 10 == 9
+        buffer.add(obs_of([t, 100 + t]), np.zeros(2), np.zeros(2), np.array([ended, False]), np.zeros(2, bool),
+                   obs_of([t + 1, 0]) if ended else None)
+
+
+def test_prioritized_replay_draws_by_priority_and_weights_it_back():
+    buffer = PrioritizedReplayBuffer(capacity=200, num_envs=2, n_step=1, alpha=1.0, beta=1.0)
+    fill_prioritized(buffer, 60)
+    # final observations are never transitions, so they carry no priority
+    assert (buffer.tree.leaves()[:100][buffer.final[0]] == 0).all()
+    # new transitions start at the largest priority: all sampleable ones equally likely
+    rng = np.random.default_rng(0)
+    batch = buffer.sample(64, rng)
+    np.testing.assert_allclose(batch["weights"], 1.0)
+    # make one transition of env 1 ten times as likely as each other one
+    buffer.update_priorities(np.array([1]), np.array([20]), np.array([-10.0]))
+    others = np.array([(e, s) for e in range(2) for s in range(58) if (e, s) != (1, 20) and not buffer.final[e, s]])
+    buffer.update_priorities(others[:, 0], others[:, 1], np.full(len(others), 1.0))
+    counts = {}
+    for _ in range(200):
+        batch = buffer.sample(64, rng)
+        for e, s, w in zip(batch["env"], batch["slot"], batch["weights"]):
+            counts[(e, s)] = counts.get((e, s), 0) + 1
+            if (e, s) == (1, 20):
+                assert w == pytest.approx(0.1, rel=1e-3)  # (P / P_min)^-1 with P ten times the smallest
+    share = counts[(1, 20)] / sum(counts.values())
+    expected = 10 / (10 + len(others))
+    assert abs(share - expected) < 0.25 * expected, (share, expected)
+    assert buffer.max_priority[0] == pytest.approx(10.0 + 1e-6)
+
+
+def test_prioritized_replay_round_trips_and_refuses_a_uniform_buffer(tmp_path):
+    buffer = PrioritizedReplayBuffer(capacity=200, num_envs=2, n_step=3, alpha=0.5)
+    fill_prioritized(buffer, 80)
+    batch = buffer.sample(16, np.random.default_rng(1))
+    buffer.update_priorities(batch["env"], batch["slot"], np.linspace(0.1, 5, 16))
+    buffer.save(str(tmp_path / "replay.npz"))
+    copy = PrioritizedReplayBuffer(capacity=200, num_envs=2, n_step=3, alpha=0.5)
+    copy.load(str(tmp_path / "replay.npz"))
+    np.testing.assert_array_equal(copy.tree.nodes, buffer.tree.nodes)
+    assert copy.max_priority[0] == buffer.max_priority[0]
+    a, b = buffer.sample(16, np.random.default_rng(2)), copy.sample(16, np.random.default_rng(2))
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+    uniform = FrameReplayBuffer(capacity=200, num_envs=2, n_step=3)
+    fill_prioritized(uniform, 10)
+    uniform.save(str(tmp_path / "uniform.npz"))
+    with pytest.raises(PongrlError, match="no priorities"):
+        copy.load(str(tmp_path / "uniform.npz"))
+
+
+def test_closing_episodes_takes_the_abandoned_observation_out_of_the_draw():
+    buffer = PrioritizedReplayBuffer(capacity=100, num_envs=2, n_step=1)
+    for t in range(5):
+        buffer.add(obs_of([t, 100 + t]), np.zeros(2), np.zeros(2), np.zeros(2, bool), np.zeros(2, bool))
+    assert buffer.tree.leaves()[4] > 0
+    buffer.close_episodes()
+    assert buffer.tree.leaves()[4] == 0 and buffer.tree.leaves()[50 + 4] == 0

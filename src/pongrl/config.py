@@ -33,6 +33,9 @@ class DQNConfig:
     gamma: float = 0.99
     n_step: int = 3
     double_dqn: bool = True
+    prioritized_replay: bool = False
+    priority_alpha: float = 0.5
+    priority_beta: float = 0.4
     loss: str = "huber"
     max_grad_norm: float = 10.0
     target_update_every: int = 2_000
@@ -69,6 +72,9 @@ FIELD_HELP: dict[str, str] = {
     "gamma": "discount factor",
     "n_step": "steps summed into the TD target (1 = classic DQN)",
     "double_dqn": "select the next action with the online network (van Hasselt et al. 2016)",
+    "prioritized_replay": "draw transitions in proportion to their last TD error (Schaul et al. 2016, proportional)",
+    "priority_alpha": "prioritized replay: how strongly priorities skew the draw (0 = uniform)",
+    "priority_beta": "prioritized replay: importance-weight exponent at the start, annealed to 1 at --total-steps",
     "loss": "TD loss: huber or mse",
     "max_grad_norm": "clip the global gradient norm to this (0 = no clipping)",
     "target_update_every": "environment steps between target-network copies",
@@ -238,7 +244,7 @@ POSITIVE = {"total_steps", "num_envs", "buffer_size", "train_frequency", "batch_
 NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads", "target_kl", "num_checkpoints",
                 "ent_coef", "vf_coef", "clip_coef"}
 STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
-UNIT_INTERVAL = {"gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda"}
+UNIT_INTERVAL = {"gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
 CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
            "obs": ("standard", "seed"), "network": ("nature", "small")}
 

@@ -108,13 +108,16 @@ class FrameReplayBuffer:
             alive &= ~self.first[env, index]
         return out
 
+    def _candidates(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Slots to try, uniformly over every ring; those not sampleable are dropped by the caller."""
+        return rng.integers(0, self.num_envs, size=count), rng.integers(0, self.ring_size, size=count)
+
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Uniform transitions with n-step returns: obs, actions, returns, next_obs, discounts
-        (gamma^k for a bootstrap after k steps, 0 after a terminal)."""
+        """Transitions with n-step returns: obs, actions, returns, next_obs, discounts (gamma^k for a
+        bootstrap after k steps, 0 after a terminal), and where they are (env, slot)."""
         envs, slots, found = [], [], 0
         for _ in range(100):
-            env = rng.integers(0, self.num_envs, size=2 * batch_size)
-            slot = rng.integers(0, self.ring_size, size=env.shape)
+            env, slot = self._candidates(2 * batch_size, rng)
             keep = self._sampleable(env, slot)
             envs.append(env[keep])
             slots.append(slot[keep])
@@ -132,6 +135,8 @@ class FrameReplayBuffer:
             "returns": returns,
             "next_obs": self.stacks(env, next_slot),
             "discounts": discounts,
+            "env": env,
+            "slot": slot,
         }
 
     def _n_step(self, env: np.ndarray, slot: np.ndarray):
@@ -188,3 +193,111 @@ class FrameReplayBuffer:
 
     def nbytes(self) -> int:
         return sum(array.nbytes for array in self.state().values())
+
+
+class SumTree:
+    """Binary tree of sums over `size` non-negative leaves: set leaves and draw a leaf in proportion
+    to its value, each in O(log size) numpy operations for a whole batch."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.base = 1 << max(0, int(size - 1).bit_length())  # leaves live at nodes[base : base + size]
+        self.nodes = np.zeros(2 * self.base, np.float64)
+
+    def total(self) -> float:
+        return float(self.nodes[1])
+
+    def leaves(self) -> np.ndarray:
+        return self.nodes[self.base:self.base + self.size]
+
+    def set(self, index: np.ndarray, value: np.ndarray) -> None:
+        node = np.asarray(index, np.int64) + self.base
+        self.nodes[node] = value  # a repeated index (one transition drawn twice) carries the same value each time
+        node = np.unique(node // 2)
+        while node[0] >= 1:
+            self.nodes[node] = self.nodes[2 * node] + self.nodes[2 * node + 1]
+            node = np.unique(node // 2)
+
+    def rebuild(self) -> None:
+        for level_start in (1 << k for k in reversed(range(self.base.bit_length() - 1))):
+            node = np.arange(level_start, 2 * level_start)
+            self.nodes[node] = self.nodes[2 * node] + self.nodes[2 * node + 1]
+
+    def find(self, mass: np.ndarray) -> np.ndarray:
+        """Leaf index holding each cumulative mass in [0, total)."""
+        mass = np.array(mass, np.float64)
+        node = np.ones(len(mass), np.int64)
+        while node[0] < self.base:
+            left = self.nodes[2 * node]
+            right = mass >= left
+            mass -= np.where(right, left, 0.0)
+            node = 2 * node + right
+        return node - self.base
+
+
+class PrioritizedReplayBuffer(FrameReplayBuffer):
+    """Proportional prioritized replay (Schaul et al. 2016): a transition is drawn with probability
+    p^alpha / sum p^alpha, p its last absolute TD error (new ones get the largest p seen, so each is
+    replayed soon), and its loss is weighted by (N * P)^-beta / max weight of the batch to correct
+    the bias (N cancels in that ratio). `beta` is set by the training loop (annealed to 1)."""
+
+    def __init__(self, capacity: int, num_envs: int, n_step: int = 1, gamma: float = 0.99,
+                 alpha: float = 0.5, beta: float = 0.4):
+        super().__init__(capacity, num_envs, n_step, gamma)
+        self.alpha, self.beta = alpha, beta
+        self.tree = SumTree(self.capacity)
+        self.max_priority = np.ones(1, np.float64)  # an array so that state() and load() treat it like the rest
+
+    def add(self, obs, actions, rewards, terminated, truncated, final_obs=None) -> None:
+        before = self.next_slot.copy()
+        super().add(obs, actions, rewards, terminated, truncated, final_obs)
+        # The slots just written (one or two per env): new transitions get the largest priority, a
+        # `final` slot none (it is never a transition).
+        written = (self.next_slot - before) % self.ring_size
+        env = np.repeat(np.arange(self.num_envs), written)
+        slot = (np.repeat(before, written) + np.concatenate([np.arange(n) for n in written])) % self.ring_size
+        priority = np.where(self.final[env, slot], 0.0, self.max_priority[0] ** self.alpha)
+        self.tree.set(env * self.ring_size + slot, priority)
+
+    def close_episodes(self) -> None:
+        super().close_episodes()
+        for env in range(self.num_envs):
+            if self.filled[env]:
+                slot = (self.next_slot[env] - 1) % self.ring_size
+                if self.final[env, slot]:
+                    self.tree.set(np.array([env * self.ring_size + slot]), np.zeros(1))
+
+    def _candidates(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        # Stratified: one draw from each of `count` equal slices of the total mass, shuffled because
+        # sample() keeps the first sampleable ones (in slice order it would keep the low slices only).
+        total = self.tree.total()
+        if total <= 0:
+            raise PongrlError("replay buffer holds too few transitions to sample from")
+        mass = (np.arange(count) + rng.random(count)) * (total / count)
+        index = rng.permutation(self.tree.find(np.minimum(mass, np.nextafter(total, 0))))
+        return index // self.ring_size, index % self.ring_size
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        batch = super().sample(batch_size, rng)
+        probability = self.tree.leaves()[batch["env"] * self.ring_size + batch["slot"]] / self.tree.total()
+        weights = probability**-self.beta
+        batch["weights"] = (weights / weights.max()).astype(np.float32)
+        return batch
+
+    def update_priorities(self, env: np.ndarray, slot: np.ndarray, td_errors: np.ndarray) -> None:
+        priority = np.abs(td_errors).astype(np.float64) + 1e-6  # never 0: every transition stays drawable
+        self.max_priority[0] = max(self.max_priority[0], float(priority.max()))
+        self.tree.set(env * self.ring_size + slot, priority**self.alpha)
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {**super().state(), "priorities": self.tree.leaves(), "max_priority": self.max_priority}
+
+    def load(self, path: str) -> None:
+        super().load(path)
+        with np.load(path, allow_pickle=False) as data:
+            if ("priorities" not in data.files or data["priorities"].shape != (self.capacity,)
+                    or "max_priority" not in data.files or data["max_priority"].shape != (1,)):
+                raise PongrlError(f"{path}: replay buffer has no priorities (was it saved by a uniform-replay run?)")
+            self.tree.leaves()[...] = data["priorities"]
+            self.max_priority[...] = data["max_priority"]
+        self.tree.rebuild()

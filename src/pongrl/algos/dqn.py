@@ -1,7 +1,8 @@
 """DQN on single-player Pong against the built-in AI, readable top to bottom.
 
 Mnih et al. (2015) with the options that make it learn faster: n-step returns, double DQN,
-Huber loss, gradient clipping. `--preset seed` turns them off to reproduce the blog's TF-Agents run.
+Huber loss, gradient clipping, and prioritized replay behind `--prioritized-replay`. `--preset seed`
+turns them off to reproduce the blog's TF-Agents run.
 
 The loop collects `num_envs` steps at a time on ale-py's C++ vector env. Actions are sent to the
 emulators first and the gradient steps run while the emulator threads play (`send` ... `recv`),
@@ -25,7 +26,7 @@ from pongrl.checkpoint import checkpoint_name, save_checkpoint
 from pongrl.envs import NUM_ACTIONS, make_vector_env
 from pongrl.evaluate import evaluate_agent, summarize
 from pongrl.nets import QNetwork
-from pongrl.replay import FrameReplayBuffer
+from pongrl.replay import FrameReplayBuffer, PrioritizedReplayBuffer
 from pongrl.learner import LearnerState, make_adam, start_learner
 from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
@@ -50,8 +51,18 @@ def td_targets(returns, discounts, next_q_target, next_q_online=None):
     return returns + discounts * next_q_target.gather(1, best_action).squeeze(1)
 
 
-def td_loss(q_taken, targets, kind: str):
-    return F.smooth_l1_loss(q_taken, targets) if kind == "huber" else F.mse_loss(q_taken, targets)
+def td_loss(q_taken, targets, kind: str, weights=None):
+    """Mean TD loss; with prioritized replay each transition's loss is scaled by its importance weight."""
+    loss_fn = F.smooth_l1_loss if kind == "huber" else F.mse_loss
+    if weights is None:
+        return loss_fn(q_taken, targets)
+    return (weights * loss_fn(q_taken, targets, reduction="none")).mean()
+
+
+def priority_beta(config, env_step: int) -> float:
+    """The importance-weight exponent, annealed linearly from --priority-beta to 1 at --total-steps."""
+    fraction = min(1.0, env_step / config.total_steps)
+    return config.priority_beta + fraction * (1.0 - config.priority_beta)
 
 
 def _to_device(frames: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -69,7 +80,11 @@ class DQNState(LearnerState):
         self.target_network = QNetwork(NUM_ACTIONS, config.network).to(device, memory_format=torch.channels_last)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
-        self.buffer = FrameReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma)
+        if config.prioritized_replay:
+            self.buffer = PrioritizedReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma,
+                                                  config.priority_alpha, config.priority_beta)
+        else:
+            self.buffer = FrameReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma)
 
     def modules(self) -> dict:
         return {"q_network": self.q_network, "target_network": self.target_network, "optimizer": self.optimizer}
@@ -139,6 +154,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             refilled = len(buffer) >= max(config.batch_size, min(config.learning_starts, buffer.capacity // 2))
             if env_step >= config.learning_starts and refilled:
                 counters["train_credit"] += config.num_envs
+                if config.prioritized_replay:
+                    buffer.beta = priority_beta(config, env_step)
                 while counters["train_credit"] >= config.train_frequency:
                     counters["train_credit"] -= config.train_frequency
                     loss, q_mean = _gradient_step(config, buffer, rng, q_network, target_network, optimizer, device)
@@ -213,14 +230,17 @@ def _gradient_step(config, buffer, rng, q_network, target_network, optimizer, de
         next_q_target = target_network(next_obs)
         next_q_online = q_network(next_obs) if config.double_dqn else None
         targets = td_targets(returns, discounts, next_q_target, next_q_online)
+    weights = torch.from_numpy(batch["weights"]).to(device) if "weights" in batch else None
     q_values = q_network(obs)
     q_taken = q_values.gather(1, actions.unsqueeze(1)).squeeze(1)
-    loss = td_loss(q_taken, targets, config.loss)
+    loss = td_loss(q_taken, targets, config.loss, weights)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if config.max_grad_norm > 0:
         torch.nn.utils.clip_grad_norm_(q_network.parameters(), config.max_grad_norm)
     optimizer.step()
+    if weights is not None:
+        buffer.update_priorities(batch["env"], batch["slot"], (targets - q_taken.detach()).cpu().numpy())
     return loss.item(), q_taken.mean().item()
 
 
