@@ -200,6 +200,12 @@ def test_prioritized_replay_round_trips_and_refuses_a_uniform_buffer(tmp_path):
     uniform.save(str(tmp_path / "uniform.npz"))
     with pytest.raises(PongrlError, match="no priorities"):
         copy.load(str(tmp_path / "uniform.npz"))
+    damaged = buffer.state()
+    damaged["priorities"] = damaged["priorities"].copy()
+    damaged["priorities"][3] = np.nan
+    np.savez(tmp_path / "damaged.npz", **damaged)
+    with pytest.raises(PongrlError, match="damaged priorities"):
+        copy.load(str(tmp_path / "damaged.npz"))
 
 
 def test_closing_episodes_takes_the_abandoned_observation_out_of_the_draw():

@@ -298,6 +298,9 @@ class PrioritizedReplayBuffer(FrameReplayBuffer):
             if ("priorities" not in data.files or data["priorities"].shape != (self.capacity,)
                     or "max_priority" not in data.files or data["max_priority"].shape != (1,)):
                 raise PongrlError(f"{path}: replay buffer has no priorities (was it saved by a uniform-replay run?)")
-            self.tree.leaves()[...] = data["priorities"]
-            self.max_priority[...] = data["max_priority"]
+            priorities, max_priority = data["priorities"], data["max_priority"]
+            if not (np.isfinite(priorities).all() and priorities.min() >= 0 and np.isfinite(max_priority).all()):
+                raise PongrlError(f"{path}: replay buffer has damaged priorities (negative or not finite)")
+            self.tree.leaves()[...] = priorities
+            self.max_priority[...] = max_priority
         self.tree.rebuild()
