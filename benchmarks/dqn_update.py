@@ -3,7 +3,7 @@
     python benchmarks/dqn_update.py [--batch-size 32] [--steps 50] [--prioritized-replay]
 
 Prints milliseconds per phase of one gradient step of the default preset (double DQN, batch from a
-real FrameReplayBuffer, or the prioritized one with its priority updates and the write of one vector
+real FrameReplayBuffer or the prioritized one with its priority updates, and the write of one vector
 step), then the time of one Adam step for torch's optimizer implementations.
 """
 import argparse
@@ -35,11 +35,11 @@ def phases(args) -> None:
     for step in range(args.steps + 10):
         if step == 10:
             totals.clear()  # warm-up excluded
+        # One vector step written per gradient step, as in training (the observation is drawn untimed).
+        obs = rng.integers(0, 256, (4, 4, 84, 84), dtype=np.uint8)
         t = time.perf_counter()
-        if args.prioritized_replay:  # one vector step written per gradient step, as in training
-            obs = rng.integers(0, 256, (4, 4, 84, 84), dtype=np.uint8)
-            state.buffer.add(obs, rng.integers(0, 6, 4), np.zeros(4), np.zeros(4, bool), np.zeros(4, bool))
-            t = lap("write one vector step", t)
+        state.buffer.add(obs, rng.integers(0, 6, 4), np.zeros(4), np.zeros(4, bool), np.zeros(4, bool))
+        t = lap("write one vector step", t)
         batch = state.buffer.sample(config.batch_size, state.rng)
         t = lap("sample from replay", t)
         obs, next_obs = _to_device(batch["obs"], "cpu"), _to_device(batch["next_obs"], "cpu")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -202,8 +203,6 @@ def test_dqn_with_the_small_network_trains_resumes_and_plays(tmp_path, capsys):
 
 
 def test_dqn_with_prioritized_replay_trains_and_resumes_with_its_priorities(tmp_path):
-    import numpy as np
-
     run_dir = str(tmp_path / "dqn-per")
     assert main(["train", "dqn", "--prioritized-replay", "--run-dir", run_dir, "--total-steps", "200", *SMALL]) == 0
     with np.load(os.path.join(run_dir, "checkpoints", "replay_step_000000000200.npz")) as saved:

@@ -182,6 +182,10 @@ class FrameReplayBuffer:
                 arrays = {name: data[name] for name in data.files}
         except Exception as error:  # numpy raises many types for a damaged archive
             raise PongrlError(f"{path}: unreadable replay buffer ({type(error).__name__})") from None
+        self._restore(arrays, path)
+
+    def _restore(self, arrays: dict[str, np.ndarray], path: str) -> None:
+        """Check the arrays read from `path` against this buffer and copy them in."""
         expected = np.array([BUFFER_FORMAT_VERSION, self.num_envs, self.ring_size, self.n_step])
         if "meta" not in arrays or not np.array_equal(arrays["meta"], expected):
             raise PongrlError(f"{path}: replay buffer does not match this run's configuration")
@@ -201,7 +205,8 @@ class SumTree:
 
     def __init__(self, size: int):
         self.size = size
-        self.base = 1 << max(0, int(size - 1).bit_length())  # leaves live at nodes[base : base + size]
+        self.depth = max(0, int(size - 1).bit_length())  # levels above the leaves
+        self.base = 1 << self.depth  # leaves live at nodes[base : base + size]
         self.nodes = np.zeros(2 * self.base, np.float64)
 
     def total(self) -> float:
@@ -213,13 +218,12 @@ class SumTree:
     def set(self, index: np.ndarray, value: np.ndarray) -> None:
         node = np.asarray(index, np.int64) + self.base
         self.nodes[node] = value  # a repeated index (one transition drawn twice) carries the same value each time
-        node = np.unique(node // 2)
-        while node[0] >= 1:
+        for _ in range(self.depth):  # a parent listed twice gets the same sum twice: no need to deduplicate
+            node = node // 2
             self.nodes[node] = self.nodes[2 * node] + self.nodes[2 * node + 1]
-            node = np.unique(node // 2)
 
     def rebuild(self) -> None:
-        for level_start in (1 << k for k in reversed(range(self.base.bit_length() - 1))):
+        for level_start in (1 << k for k in reversed(range(self.depth))):
             node = np.arange(level_start, 2 * level_start)
             self.nodes[node] = self.nodes[2 * node] + self.nodes[2 * node + 1]
 
@@ -227,7 +231,7 @@ class SumTree:
         """Leaf index holding each cumulative mass in [0, total)."""
         mass = np.array(mass, np.float64)
         node = np.ones(len(mass), np.int64)
-        while node[0] < self.base:
+        for _ in range(self.depth):
             left = self.nodes[2 * node]
             right = mass >= left
             mass -= np.where(right, left, 0.0)
@@ -292,15 +296,13 @@ class PrioritizedReplayBuffer(FrameReplayBuffer):
     def state(self) -> dict[str, np.ndarray]:
         return {**super().state(), "priorities": self.tree.leaves(), "max_priority": self.max_priority}
 
-    def load(self, path: str) -> None:
-        super().load(path)
-        with np.load(path, allow_pickle=False) as data:
-            if ("priorities" not in data.files or data["priorities"].shape != (self.capacity,)
-                    or "max_priority" not in data.files or data["max_priority"].shape != (1,)):
-                raise PongrlError(f"{path}: replay buffer has no priorities (was it saved by a uniform-replay run?)")
-            priorities, max_priority = data["priorities"], data["max_priority"]
-            if not (np.isfinite(priorities).all() and priorities.min() >= 0 and np.isfinite(max_priority).all()):
-                raise PongrlError(f"{path}: replay buffer has damaged priorities (negative or not finite)")
-            self.tree.leaves()[...] = priorities
-            self.max_priority[...] = max_priority
+    def _restore(self, arrays: dict[str, np.ndarray], path: str) -> None:
+        super()._restore(arrays, path)
+        priorities, max_priority = arrays.get("priorities"), arrays.get("max_priority")
+        if priorities is None or priorities.shape != (self.capacity,) or max_priority is None or max_priority.shape != (1,):
+            raise PongrlError(f"{path}: replay buffer has no priorities (was it saved by a uniform-replay run?)")
+        if not (np.isfinite(priorities).all() and priorities.min() >= 0 and np.isfinite(max_priority).all()):
+            raise PongrlError(f"{path}: replay buffer has damaged priorities (negative or not finite)")
+        self.tree.leaves()[...] = priorities
+        self.max_priority[...] = max_priority
         self.tree.rebuild()
