@@ -28,7 +28,7 @@ class DQNConfig:
     learning_starts: int = 10_000
     train_frequency: int = 4
     batch_size: int = 32
-    learning_rate: float = 1e-4
+    learning_rate: float = 2.5e-4
     adam_eps: float = 1.5e-4
     gamma: float = 0.99
     n_step: int = 3
