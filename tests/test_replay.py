@@ -206,6 +206,11 @@ def test_prioritized_replay_round_trips_and_refuses_a_uniform_buffer(tmp_path):
     np.savez(tmp_path / "damaged.npz", **damaged)
     with pytest.raises(PongrlError, match="damaged priorities"):
         copy.load(str(tmp_path / "damaged.npz"))
+    damaged = buffer.state()
+    damaged["max_priority"] = np.zeros(1)  # new transitions would enter at priority 0 and never be drawn
+    np.savez(tmp_path / "damaged_max.npz", **damaged)
+    with pytest.raises(PongrlError, match="damaged priorities"):
+        copy.load(str(tmp_path / "damaged_max.npz"))
 
 
 def test_closing_episodes_takes_the_abandoned_observation_out_of_the_draw():

@@ -301,8 +301,10 @@ class PrioritizedReplayBuffer(FrameReplayBuffer):
         priorities, max_priority = arrays.get("priorities"), arrays.get("max_priority")
         if priorities is None or priorities.shape != (self.capacity,) or max_priority is None or max_priority.shape != (1,):
             raise PongrlError(f"{path}: replay buffer has no priorities (was it saved by a uniform-replay run?)")
-        if not (np.isfinite(priorities).all() and priorities.min() >= 0 and np.isfinite(max_priority).all()):
-            raise PongrlError(f"{path}: replay buffer has damaged priorities (negative or not finite)")
+        # New transitions enter at max_priority, so it must be a positive number for them ever to be drawn.
+        if not (np.isfinite(priorities).all() and priorities.min() >= 0 and np.isfinite(max_priority).all()
+                and max_priority[0] > 0):
+            raise PongrlError(f"{path}: replay buffer has damaged priorities (negative, zero maximum or not finite)")
         self.tree.leaves()[...] = priorities
         self.max_priority[...] = max_priority
         self.tree.rebuild()
