@@ -62,6 +62,9 @@ def eval_curve(run_dir: str) -> dict:
         "training_hours": hours - eval_so_far[picked] / 3600 if has_eval_clock else None,
         "mean": np.array([float(r["eval_mean_return"]) for r in rows]),
         "std": np.array([float(r["eval_std_return"]) for r in rows]),
+        # PPO runs also score the policy drawing its actions (--eval-sampled); NaN where a row lacks it
+        "sampled_mean": np.array([float(r.get("eval_sampled_mean_return") or "nan") for r in rows]),
+        "sampled_std": np.array([float(r.get("eval_sampled_std_return") or "nan") for r in rows]),
     }
 
 
@@ -82,6 +85,10 @@ def report(args) -> None:
             line, = axis.plot(x, curve["mean"], "o-", label=curve["name"])
             axis.fill_between(x, curve["mean"] - curve["std"], curve["mean"] + curve["std"], alpha=0.15,
                               color=line.get_color())
+            sampled = ~np.isnan(curve["sampled_mean"])
+            if sampled.any():
+                axis.plot(x[sampled], curve["sampled_mean"][sampled], "^--", color=line.get_color(),
+                          label=f"{curve['name']} (actions sampled from the policy)")
     for axis, label in ((axes[0], "environment steps (millions)"), (axes[1], hours_label)):
         axis.axhline(18, color="grey", linestyle=":", label="target +18")
         axis.set(xlabel=label, ylim=(-21.5, 21.5))
@@ -96,16 +103,26 @@ def report(args) -> None:
     for curve in curves:
         if len(curves) > 1:
             print(f"\n{curve['name']}")
-        if curve["training_hours"] is not None:
-            print("| env steps | wall-clock | of it training (evaluations excluded) | eval return (mean +- std, 10 games) |")
-            print("|---:|---:|---:|---:|")
-            for s, h, t, m, d in zip(curve["steps"], curve["hours"], curve["training_hours"], curve["mean"], curve["std"]):
-                print(f"| {s:,} | {h:.2f} h | {t * 60:.0f} min | {m:+.1f} +- {d:.1f} |")
-        else:
-            print("| env steps | wall-clock | eval return (mean +- std, 10 games) |")
-            print("|---:|---:|---:|")
-            for s, h, m, d in zip(curve["steps"], curve["hours"], curve["mean"], curve["std"]):
-                print(f"| {s:,} | {h:.2f} h | {m:+.1f} +- {d:.1f} |")
+        print_table(curve)
+
+
+def print_table(curve: dict) -> None:
+    """The evaluations as a Markdown table; the training-time and sampled-play columns when the run has them."""
+    headers = ["env steps", "wall-clock"]
+    columns = [[f"{s:,}" for s in curve["steps"]], [f"{h:.2f} h" for h in curve["hours"]]]
+    if curve["training_hours"] is not None:
+        headers.append("of it training (evaluations excluded)")
+        columns.append([f"{t * 60:.0f} min" for t in curve["training_hours"]])
+    headers.append("eval return, greedy (mean +- std, 10 games)")
+    columns.append([f"{m:+.1f} +- {d:.1f}" for m, d in zip(curve["mean"], curve["std"])])
+    if not np.isnan(curve["sampled_mean"]).all():
+        headers.append("eval return, sampled actions")
+        columns.append(["" if np.isnan(m) else f"{m:+.1f} +- {d:.1f}"
+                        for m, d in zip(curve["sampled_mean"], curve["sampled_std"])])
+    print("| " + " | ".join(headers) + " |")
+    print("|" + "---:|" * len(headers))
+    for cells in zip(*columns):
+        print("| " + " | ".join(cells) + " |")
 
 
 def main():

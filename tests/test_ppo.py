@@ -152,6 +152,21 @@ def test_ppo_against_the_builtin_ai_trains(tmp_path):
     assert series["train_return"] is not None and series["loss_name"] == "value loss"
 
 
+@pytest.mark.parametrize("sampled", [True, False])
+def test_training_scores_the_policy_greedy_and_sampled_against_the_builtin_ai(tmp_path, sampled):
+    run_dir = str(tmp_path / "ppo")
+    flags = [*TINY, "--eval-every", "128", "--eval-episodes", "1"] + ([] if sampled else ["--no-eval-sampled"])
+    assert main(["train", "ppo", "--run-dir", run_dir, "--total-steps", "128", *flags]) == 0
+    (row,) = rows(run_dir)
+    assert -21 <= float(row["eval_mean_return"]) <= 21 and float(row["eval_seconds"]) > 0
+    series = curve_series([row], self_play=False)
+    if sampled:  # a whole game, scored as the game counts it
+        assert -21 <= float(row["eval_sampled_mean_return"]) <= 21 and float(row["eval_sampled_std_return"]) == 0
+        assert np.isfinite(series["eval_sampled_return"]).all()
+    else:
+        assert row["eval_sampled_mean_return"] == "" and np.isnan(series["eval_sampled_return"]).all()
+
+
 def test_ppo_with_the_seed_observation_profile_trains(tmp_path):
     run_dir = str(tmp_path / "ppo-seed")
     assert main(["train", "ppo", "--obs", "seed", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0

@@ -166,6 +166,7 @@ class PPOConfig:
     eval_every: int = 200_000
     eval_episodes: int = 5
     eval_epsilon: float = 0.0
+    eval_sampled: bool = True
     checkpoint_every: int = 100_000
     keep_checkpoints: int = 3
     torch_threads: int = 0
@@ -193,6 +194,7 @@ FIELD_HELP.update({
     "obs": "ppo only: observation profile, standard (grayscale) or seed (the self-play card's blue channel)",
     "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
     "num_checkpoints": "checkpoints collected at evenly spaced steps and kept for later study",
+    "eval_sampled": "also evaluate with actions sampled from the policy (as it plays in training), beside greedy play",
 })
 
 # The self-play model card's run (CleanRL ppo_pettingzoo_ma_atari): 8 games x 2 players = 16 envs,

@@ -60,7 +60,8 @@ def summarize(games: list[dict]) -> dict:
     }
 
 
-def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0) -> list[dict]:
-    """Any loaded agent (see pongrl.agent) against the built-in AI, in its own observation profile."""
+def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0, sample: bool = False) -> list[dict]:
+    """Any loaded agent (see pongrl.agent) against the built-in AI, in its own observation profile;
+    greedy (with `epsilon`), or drawing its actions from its policy when `sample` is set."""
     rng = np.random.default_rng(seed)
-    return play_games(lambda obs: agent.act(obs, epsilon, rng), episodes, seed, agent.obs_profile)
+    return play_games(lambda obs: agent.act(obs, epsilon, rng, sample=sample), episodes, seed, agent.obs_profile)

@@ -31,6 +31,7 @@ def curve_series(rows: list[dict], self_play: bool) -> dict:
         "steps": _column(rows, "env_step"),
         "train_return": None if self_play else _column(rows, "average_return"),
         "eval_return": _column(rows, "eval_mean_return"),
+        "eval_sampled_return": _column(rows, "eval_sampled_mean_return"),  # PPO: actions drawn from the policy
         "loss_name": loss_name,
         "loss": _column(rows, column),
         "length": _column(rows, "average_length"),
@@ -39,7 +40,7 @@ def curve_series(rows: list[dict], self_play: bool) -> dict:
 
 def plot_runs(run_dirs: list[str], out: str) -> None:
     """The seed's two plots, several runs overlaid, and the game length: average return (training mean of
-    the last 10 games, and evaluation means where present), the loss (TD loss for DQN, value loss for PPO),
+    the last 10 games, and evaluation means where present, greedy and sampled), the loss (TD loss for DQN, value loss for PPO),
     and the average game length in env steps (longer rallies as an agent learns to return the ball; the
     only training curve of a self-play run that moves), all against env steps (agent steps for self-play)."""
     import matplotlib
@@ -70,6 +71,10 @@ def plot_runs(run_dirs: list[str], out: str) -> None:
         if has_eval.any():
             ax_return.plot(steps[has_eval], series["eval_return"][has_eval], "o--", color=color,
                            label=f"{label} (evaluation against the built-in AI)")
+        has_sampled = ~np.isnan(series["eval_sampled_return"])
+        if has_sampled.any():
+            ax_return.plot(steps[has_sampled], series["eval_sampled_return"][has_sampled], "^:", color=color,
+                           label=f"{label} (evaluation, actions sampled from the policy)")
         ax_loss.plot(steps, series["loss"], color=color, label=f"{label} ({series['loss_name']})")
         ax_length.plot(steps, series["length"], color=color, label=label)
     steps_label = "environment steps (agent steps for self-play)" if any(self_play.values()) else "environment steps"

@@ -35,7 +35,7 @@ METRIC_COLUMNS = [
     "env_step", "wall_seconds", "episodes", "average_return", "average_length", "points_won", "points_lost",
     "serve_penalties", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
     "learning_rate", "steps_per_second", *PhaseClock.COLUMNS, "eval_mean_return", "eval_std_return",
-    "return_first_0", "return_second_0",
+    "return_first_0", "return_second_0", "eval_sampled_mean_return", "eval_sampled_std_return",
 ]
 
 
@@ -294,7 +294,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 mark = time.perf_counter()
                 pending_eval = evaluate_against_builtin(agent, config, derived_seed(config.seed, 7, step))
                 phases.lap("eval", mark)
-                session.board.scalars({"eval/mean_return": pending_eval["mean"]}, step)
+                session.board.scalars({"eval/" + name.removeprefix("eval_"): value
+                                       for name, value in pending_eval.items() if name.endswith("mean_return")}, step)
             if session.crossed(config.log_every, before, step) or step >= config.total_steps:
                 row = {"episodes": counters["episodes"],
                        "average_return": float(np.mean(state.recent_returns)) if state.recent_returns else None,
@@ -307,8 +308,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                        **phases.row(),
                        **{k: update_stats.get(k) for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
                                                             "clip_fraction", "explained_variance")},
-                       "eval_mean_return": pending_eval["mean"] if pending_eval else None,
-                       "eval_std_return": pending_eval["std"] if pending_eval else None}
+                       **(pending_eval or {})}
                 scalars = {f"losses/{k}": update_stats.get(k) for k in ("policy_loss", "value_loss", "entropy",
                                                                          "approx_kl", "clip_fraction", "explained_variance")}
                 scalars.update({"charts/average_return": row["average_return"], "charts/learning_rate": learning_rate,
@@ -331,10 +331,16 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
 
 
 def evaluate_against_builtin(agent: ActorCritic, config, seed: int) -> dict:
-    """Greedy play of the current policy on the right paddle against the built-in AI, in the
-    observation profile the agent trains on."""
+    """The current policy on the right paddle against the built-in AI, in the observation profile the
+    agent trains on: greedy play, and (--eval-sampled) play drawing its actions from the policy, as it
+    plays in training. The two can differ widely: a self-play policy may score only when sampling."""
     from pongrl.agent import PolicyAgent
     from pongrl.evaluate import evaluate_agent, summarize
 
     player = PolicyAgent(agent, obs_profile(config))
-    return summarize(evaluate_agent(player, config.eval_episodes, seed, config.eval_epsilon))
+    greedy = summarize(evaluate_agent(player, config.eval_episodes, seed, config.eval_epsilon))
+    scores = {"eval_mean_return": greedy["mean"], "eval_std_return": greedy["std"]}
+    if config.eval_sampled:
+        sampled = summarize(evaluate_agent(player, config.eval_episodes, seed, sample=True))
+        scores.update(eval_sampled_mean_return=sampled["mean"], eval_sampled_std_return=sampled["std"])
+    return scores
