@@ -294,8 +294,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 mark = time.perf_counter()
                 pending_eval = evaluate_against_builtin(agent, config, derived_seed(config.seed, 7, step))
                 phases.lap("eval", mark)
-                session.board.scalars({"eval/" + name.removeprefix("eval_"): value
-                                       for name, value in pending_eval.items() if name.endswith("mean_return")}, step)
+                session.board.scalars({"eval/mean_return": pending_eval["eval_mean_return"],
+                                       "eval/sampled_mean_return": pending_eval.get("eval_sampled_mean_return")}, step)
             if session.crossed(config.log_every, before, step) or step >= config.total_steps:
                 row = {"episodes": counters["episodes"],
                        "average_return": float(np.mean(state.recent_returns)) if state.recent_returns else None,
