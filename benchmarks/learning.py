@@ -40,11 +40,13 @@ def train(args) -> None:
 
 def eval_curve(run_dir: str) -> dict:
     """A run's evaluations: env steps, wall-clock hours, hours without the evaluations, mean and std."""
+    from pongrl.config import load_yaml
     from pongrl.errors import PongrlError
-    from pongrl.run import read_metrics
+    from pongrl.run import CONFIG_FILE, read_metrics
 
     try:
         all_rows = read_metrics(run_dir)
+        self_play = load_yaml(os.path.join(run_dir, CONFIG_FILE)).algo == "selfplay"
     except PongrlError as error:
         sys.exit(f"learning.py: {error}")
     # Wall clock without the evaluations themselves (runs older than the per-phase columns lack it).
@@ -57,6 +59,7 @@ def eval_curve(run_dir: str) -> dict:
     hours = np.array([float(r["wall_seconds"]) for r in rows]) / 3600
     return {
         "name": os.path.basename(os.path.normpath(run_dir)),
+        "self_play": self_play,
         "steps": np.array([int(r["env_step"]) for r in rows]),
         "hours": hours,
         "training_hours": hours - eval_so_far[picked] / 3600 if has_eval_clock else None,
@@ -82,15 +85,19 @@ def report(args) -> None:
     for curve in curves:
         hours = curve["training_hours"] if use_training_hours else curve["hours"]
         for axis, x in ((axes[0], curve["steps"] / 1e6), (axes[1], hours)):
-            line, = axis.plot(x, curve["mean"], "o-", label=curve["name"])
+            sampled = ~np.isnan(curve["sampled_mean"])
+            line, = axis.plot(x, curve["mean"], "o-", label=curve["name"] + (" (greedy)" if sampled.any() else ""))
             axis.fill_between(x, curve["mean"] - curve["std"], curve["mean"] + curve["std"], alpha=0.15,
                               color=line.get_color())
-            sampled = ~np.isnan(curve["sampled_mean"])
             if sampled.any():
                 axis.plot(x[sampled], curve["sampled_mean"][sampled], "^--", color=line.get_color(),
                           label=f"{curve['name']} (actions sampled from the policy)")
-    for axis, label in ((axes[0], "environment steps (millions)"), (axes[1], hours_label)):
-        axis.axhline(18, color="grey", linestyle=":", label="target +18")
+    # The issues' targets: +18 against the built-in AI for DQN and PPO; self-play is to beat it on average.
+    self_play = all(c["self_play"] for c in curves)
+    target, target_label = (0, "beats the built-in AI above 0") if self_play else (18, "target +18")
+    steps_label = "agent steps (millions)" if self_play else "environment steps (millions)"
+    for axis, label in ((axes[0], steps_label), (axes[1], hours_label)):
+        axis.axhline(target, color="grey", linestyle=":", label=target_label)
         axis.set(xlabel=label, ylim=(-21.5, 21.5))
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("evaluation return (10 games vs built-in AI)")
