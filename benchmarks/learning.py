@@ -84,8 +84,8 @@ def report(args) -> None:
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     for curve in curves:
         hours = curve["training_hours"] if use_training_hours else curve["hours"]
+        sampled = ~np.isnan(curve["sampled_mean"])
         for axis, x in ((axes[0], curve["steps"] / 1e6), (axes[1], hours)):
-            sampled = ~np.isnan(curve["sampled_mean"])
             line, = axis.plot(x, curve["mean"], "o-", label=curve["name"] + (" (greedy)" if sampled.any() else ""))
             axis.fill_between(x, curve["mean"] - curve["std"], curve["mean"] + curve["std"], alpha=0.15,
                               color=line.get_color())
