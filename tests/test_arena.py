@@ -204,6 +204,21 @@ def test_model_card_folder(ppo_run, tmp_path, capsys):
     assert run(["card", ppo_run, "--out", out, "--games", "1"], capsys)[0] == 1  # exists: refused without --force
 
 
+def test_model_card_with_sampled_actions_names_them_and_is_reproduced_by_eval(ppo_run, tmp_path, capsys):
+    out = str(tmp_path / "card")
+    code, stdout, err = run(["card", ppo_run, "--out", out, "--games", "1", "--seed", "3", "--video-frames", "60",
+                             "--sample"], capsys)
+    assert code == 0, err
+    text = open(os.path.join(out, "README.md")).read()
+    metric = yaml.safe_load(text.split("---")[1])["model-index"][0]["results"][0]["metrics"][0]
+    assert "sampled" in metric["name"] and "actions sampled from its policy" in text
+    reproduce = next(line for line in text.splitlines() if line.startswith("pongrl eval "))
+    assert reproduce.endswith("--seed 3 --sample")
+    code, eval_out, err = run(reproduce.split()[1:] + ["--json"], capsys)
+    assert code == 0, err
+    assert metric["value"].split()[0] == f"{json.loads(eval_out)['mean_point_difference']:.2f}"
+
+
 @pytest.mark.parametrize("args, message", [
     (["duel", "builtin", "builtin"], "cannot play against itself"),
     (["duel", "/nonexistent.pt", "builtin"], "no such file"),

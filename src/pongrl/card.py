@@ -13,7 +13,7 @@ import tempfile
 
 import yaml
 
-from pongrl.agent import playing_weights
+from pongrl.agent import SAMPLE_EPSILON_Q, playing_weights
 from pongrl.arena import load_player, play_match, summarize_match
 from pongrl.checkpoint import load_checkpoint, resolve, write_torch_file
 from pongrl.errors import PongrlError
@@ -22,7 +22,8 @@ from pongrl.nets import torso_kind
 ALGO_TAGS = {"dqn": ["dqn", "deep-q-learning"], "ppo": ["ppo"], "selfplay": ["ppo", "self-play", "multi-agent"]}
 
 
-def card_metadata(algo: str, summary: dict, games: int) -> dict:
+def card_metadata(algo: str, summary: dict, games: int, sample: bool = False) -> dict:
+    play = ", actions sampled from the policy" if sample else ""
     value = f"{summary['mean_point_difference']:.2f} +/- {summary['point_difference_std']:.2f}"
     return {
         "library_name": "pongrl",
@@ -33,14 +34,17 @@ def card_metadata(algo: str, summary: dict, games: int) -> dict:
             "results": [{
                 "task": {"type": "reinforcement-learning", "name": "reinforcement-learning"},
                 "dataset": {"type": "PongNoFrameskip-v4", "name": "PongNoFrameskip-v4"},
-                "metrics": [{"type": "mean_reward", "value": value, "name": f"mean score over {games} games vs the built-in AI",
+                "metrics": [{"type": "mean_reward", "value": value, "name": f"mean score over {games} games vs the built-in AI{play}",
                              "verified": False}],
             }],
         }],
     }
 
 
-def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, video_frames: int, force: bool) -> dict:
+def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, video_frames: int, force: bool,
+               sample: bool = False) -> dict:
+    """`sample` scores (and films) the agent with actions drawn from its policy, as a PPO agent plays in
+    training, instead of greedily; a DQN agent then plays epsilon-greedy (pongrl.agent.SAMPLE_EPSILON_Q)."""
     from pongrl.media import record_video
 
     if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)) and not force:
@@ -50,7 +54,7 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
     algo, config, step = payload["algo"], payload["config"], int(payload["env_step"])
     state_dict = playing_weights(payload)
     player = load_player(checkpoint)
-    results = play_match(player, load_player("builtin"), games, seed)
+    results = play_match(player, load_player("builtin"), games, seed, sample=(sample, False))
     summary = summarize_match(results)
     scores = [g["score"] for g in results]
 
@@ -68,10 +72,10 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
         with open(os.path.join(temp, "config.yaml"), "w") as handle:
             yaml.safe_dump(config, handle, sort_keys=False)
         video = record_video(player, load_player("builtin"), os.path.join(temp, "replay.mp4"), games=1,
-                             max_frames=video_frames, seed=seed)
-        metadata = card_metadata(algo, summary, games)
+                             max_frames=video_frames, seed=seed, sample=sample)
+        metadata = card_metadata(algo, summary, games, sample)
         readme = _readme(metadata, algo, config, torso_kind(state_dict), step, payload.get("obs_profile", "standard"),
-                         summary, scores, games, seed, run_or_checkpoint, video)
+                         summary, scores, games, seed, run_or_checkpoint, video, sample)
         with open(os.path.join(temp, "README.md"), "w") as handle:
             handle.write(readme)
         if os.path.exists(out_dir):
@@ -83,7 +87,7 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
     return {"out": out_dir, "env_step": step, **summary}
 
 
-def _readme(metadata, algo, config, network, step, obs_profile, summary, scores, games, seed, source, video) -> str:
+def _readme(metadata, algo, config, network, step, obs_profile, summary, scores, games, seed, source, video, sample) -> str:
     kind = {"dqn": "a DQN agent", "ppo": "a PPO agent trained against the built-in AI",
             "selfplay": "a PPO agent trained in self-play on two-player Pong (PettingZoo pong_v3)"}.get(algo, algo)
     profile = ("the self-play card's view: blue channel, 84x84, 4 frames channel-last, score rows blanked"
@@ -95,6 +99,12 @@ def _readme(metadata, algo, config, network, step, obs_profile, summary, scores,
             if algo in ("ppo", "selfplay") and network == "nature" else
             f"```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)  # a {torso} "
             f"{'Q-network' if algo == 'dqn' else 'actor-critic'}\n```")
+    if not sample:
+        play = "greedy"
+    elif algo == "dqn":
+        play = f"epsilon-greedy with epsilon {SAMPLE_EPSILON_Q}"
+    else:
+        play = "with actions sampled from its policy, as in training"
     first_video = video["games"][0] if video["games"] else {"first_points": 0, "second_points": 0}
     return f"""---
 {yaml.safe_dump(metadata, sort_keys=False).strip()}
@@ -109,11 +119,11 @@ This is {kind}, trained with pongrl for {step:,} environment steps
 
 Mean score {summary['mean_point_difference']:+.2f} +/- {summary['point_difference_std']:.2f} over {games} whole games
 (scores {", ".join(f"{s:+d}" for s in scores)}); won {summary['wins']}, lost {summary['losses']}, drawn {summary['draws']}
-(cut by the frame cap). The agent plays the right paddle, greedy, on the single-player emulator (no sticky actions,
+(cut by the frame cap). The agent plays the right paddle, {play}, on the single-player emulator (no sticky actions,
 up to 30 no-ops at the start). Reproduce with:
 
 ```
-pongrl eval {source} --episodes {games} --seed {seed}
+pongrl eval {source} --episodes {games} --seed {seed}{" --sample" if sample else ""}
 ```
 
 ## Files

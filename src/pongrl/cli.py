@@ -196,6 +196,8 @@ def build_parser() -> Parser:
     card.add_argument("--video-frames", type=_positive_int, default=7_200,
                       help="emulator frames of the replay video at most (default 7200, two minutes)")
     card.add_argument("--force", action="store_true", help="replace --out if it exists")
+    card.add_argument("--sample", action="store_true",
+                      help="score and film the agent with actions sampled from its policy instead of greedy")
     _add_torch_threads(card)
 
     export = commands.add_parser("export", help="write a PPO agent as the bare state_dict the self-play card's code loads")
@@ -367,7 +369,7 @@ def cmd_league(args) -> int:
 def cmd_card(args) -> int:
     from pongrl.card import write_card
 
-    result = write_card(args.checkpoint, args.out, args.games, args.seed, args.video_frames, args.force)
+    result = write_card(args.checkpoint, args.out, args.games, args.seed, args.video_frames, args.force, args.sample)
     print(f"{result['out']}: model card for step {result['env_step']} (mean score {result['mean_point_difference']:+.2f} "
           f"over {result['games']} games against the built-in AI); nothing was uploaded")
     return 0
