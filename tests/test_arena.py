@@ -219,6 +219,17 @@ def test_model_card_with_sampled_actions_names_them_and_is_reproduced_by_eval(pp
     assert metric["value"].split()[0] == f"{json.loads(eval_out)['mean_point_difference']:.2f}"
 
 
+def test_model_card_names_how_each_kind_of_agent_played():
+    from pongrl.card import card_metadata
+
+    summary = {"mean_point_difference": -3.0, "point_difference_std": 1.0}
+    names = {(algo, sample): card_metadata(algo, summary, 10, sample)["model-index"][0]["results"][0]["metrics"][0]["name"]
+             for algo in ("dqn", "selfplay") for sample in (False, True)}
+    assert names[("dqn", False)] == names[("selfplay", False)] == "mean score over 10 games vs the built-in AI"
+    assert names[("dqn", True)].endswith("epsilon-greedy with epsilon 0.05")  # no policy to sample from
+    assert names[("selfplay", True)].endswith("actions sampled from its policy, as in training")
+
+
 @pytest.mark.parametrize("args, message", [
     (["duel", "builtin", "builtin"], "cannot play against itself"),
     (["duel", "/nonexistent.pt", "builtin"], "no such file"),

@@ -22,8 +22,17 @@ from pongrl.nets import torso_kind
 ALGO_TAGS = {"dqn": ["dqn", "deep-q-learning"], "ppo": ["ppo"], "selfplay": ["ppo", "self-play", "multi-agent"]}
 
 
+def how_it_plays(algo: str, sample: bool) -> str:
+    """The card's words for how the agent chose its actions in the games it reports."""
+    if not sample:
+        return "greedy"
+    if algo == "dqn":  # a Q-network has no policy to sample from (pongrl.agent)
+        return f"epsilon-greedy with epsilon {SAMPLE_EPSILON_Q}"
+    return "with actions sampled from its policy, as in training"
+
+
 def card_metadata(algo: str, summary: dict, games: int, sample: bool = False) -> dict:
-    play = ", actions sampled from the policy" if sample else ""
+    play = f", {how_it_plays(algo, sample)}" if sample else ""
     value = f"{summary['mean_point_difference']:.2f} +/- {summary['point_difference_std']:.2f}"
     return {
         "library_name": "pongrl",
@@ -99,12 +108,6 @@ def _readme(metadata, algo, config, network, step, obs_profile, summary, scores,
             if algo in ("ppo", "selfplay") and network == "nature" else
             f"```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)  # a {torso} "
             f"{'Q-network' if algo == 'dqn' else 'actor-critic'}\n```")
-    if not sample:
-        play = "greedy"
-    elif algo == "dqn":
-        play = f"epsilon-greedy with epsilon {SAMPLE_EPSILON_Q}"
-    else:
-        play = "with actions sampled from its policy, as in training"
     first_video = video["games"][0] if video["games"] else {"first_points": 0, "second_points": 0}
     return f"""---
 {yaml.safe_dump(metadata, sort_keys=False).strip()}
@@ -119,7 +122,7 @@ This is {kind}, trained with pongrl for {step:,} environment steps
 
 Mean score {summary['mean_point_difference']:+.2f} +/- {summary['point_difference_std']:.2f} over {games} whole games
 (scores {", ".join(f"{s:+d}" for s in scores)}); won {summary['wins']}, lost {summary['losses']}, drawn {summary['draws']}
-(cut by the frame cap). The agent plays the right paddle, {play}, on the single-player emulator (no sticky actions,
+(cut by the frame cap). The agent plays the right paddle, {how_it_plays(algo, sample)}, on the single-player emulator (no sticky actions,
 up to 30 no-ops at the start). Reproduce with:
 
 ```
