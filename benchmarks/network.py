@@ -4,7 +4,8 @@
 
 Times one PPO minibatch step (forward of the shared-torso Nature CNN on uint8 frames, the clipped losses,
 backward, global grad-norm clip, Adam step) exactly as `pongrl.algos.ppo.ppo_update` runs it, then the same
-step in other layouts and settings (NCHW input, torch's default Adam, 1 thread, torch.compile), the seed's
+step in other layouts and settings (NCHW input, torch's default Adam, 1 thread, the bfloat16 torso of
+`--precision bfloat16`, torch.compile), the seed's
 separate actor and critic torsos and the small network for scale, and a large float32 matrix product as the cores' practical
 ceiling. FLOPs are counted by torch's FlopCounterMode on the real step. Prints samples/s and GFLOP/s per
 variant, pongrl's fraction of the best shared-torso variant, and that variant's fraction of the ceiling.
@@ -96,6 +97,8 @@ def main() -> None:
                 ("NCHW input copy, fused Adam", dict(nchw=True, fused=True, threads=threads)),
                 ("channels_last view, torch's default Adam", dict(nchw=False, fused=False, threads=threads)),
                 ("pongrl, 1 thread", dict(nchw=False, fused=True, threads=1)),
+                ("pongrl --precision bfloat16 (bf16 torso)", dict(nchw=False, fused=True, threads=threads,
+                                                                  precision="bfloat16")),
                 ("separate torsos (the seed's network), as pongrl", dict(nchw=False, fused=True, threads=threads,
                                                                           separate=True)),
                 ("--network small (Mnih et al. 2013), as pongrl", dict(nchw=False, fused=True, threads=threads,
@@ -110,7 +113,8 @@ def main() -> None:
         torch.set_num_threads(options["threads"])
         torch.manual_seed(0)
         agent = ActorCritic(6, share_network=not options.get("separate"),
-                            network="small" if options.get("small") else "nature")
+                            network="small" if options.get("small") else "nature",
+                            precision=options.get("precision", "float32"))
         optimizer = (make_adam(agent.parameters(), 2.5e-4, 1e-5) if options["fused"]
                      else torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5))
         if options.get("compile"):
@@ -131,9 +135,9 @@ def main() -> None:
         print(f"  {name:50s} {median[name]:8.1f} samples/s  {median[name] * flops[name] / 1e9:6.1f} GFLOP/s  "
               f"({flops[name] / 1e6:.1f} MFLOP per sample; runs {', '.join(f'{r:.0f}' for r in rates[name])})")
     ceiling = matmul_ceiling(args.seconds)
-    # the best of the variants that do the same arithmetic as pongrl's (the same network)
-    shared = {name: rate for name, rate in median.items()
-              if not (dict(variants)[name].get("separate") or dict(variants)[name].get("small"))}
+    # the best of the variants that do the same arithmetic as pongrl's (the same network, in float32)
+    shared = {name: rate for name, rate in median.items() if not any(
+        dict(variants)[name].get(key) for key in ("separate", "small", "precision"))}
     best_name = max(shared, key=shared.get)
     print(f"  {'float32 matmul 2048^3 (ceiling)':50s} {'':8s}             {ceiling:6.1f} GFLOP/s")
     print(f"pongrl / best shared-torso variant ({best_name}): {median[variants[0][0]] / shared[best_name]:.2f}")

@@ -199,3 +199,50 @@ def test_a_checkpoint_older_than_a_setting_resumes_with_its_default():
     with pytest.raises(Exception, match="network"):
         check_same_experiment({"algo": "ppo", "config": saved, "path": "old.pt"},
                               make_config("ppo", "default", {"network": "small"}))
+
+
+@pytest.mark.parametrize("make", [lambda precision: ActorCritic(6, share_network=False, precision=precision),
+                                  lambda precision: QNetwork(6, precision=precision)])
+def test_a_bfloat16_torso_gives_float32_outputs_near_float32_arithmetic(make):
+    torch.manual_seed(0)
+    full, half = make("float32"), make("bfloat16")
+    half.load_state_dict(full.state_dict())
+    frames = torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8)
+    if isinstance(full, QNetwork):
+        frames = frames.permute(0, 3, 1, 2)
+    exact, rounded = full(frames), half(frames)
+    for a, b in zip(exact if isinstance(exact, tuple) else (exact,), rounded if isinstance(rounded, tuple) else (rounded,)):
+        assert b.dtype == torch.float32  # what the losses see
+        assert not torch.equal(a, b), "bfloat16 arithmetic rounds differently from float32"
+        assert torch.allclose(a, b, atol=0.02 * a.abs().max().item() + 1e-3)
+    # gradients reach the float32 weights, which stay float32
+    (rounded[0].sum() if isinstance(rounded, tuple) else rounded.sum()).backward()
+    first = next(half.parameters())
+    assert first.dtype == torch.float32 and first.grad is not None and first.grad.abs().sum() > 0
+
+
+def test_the_rollout_and_the_update_see_the_same_bfloat16_logits():
+    """PPO's ratio starts at exactly 1 only if a frame gets the same log-probability in a batch of
+    acting (one entry per env) and in a minibatch of the update."""
+    torch.manual_seed(0)
+    agent = ActorCritic(6, share_network=True, precision="bfloat16")
+    frames = torch.randint(0, 256, (64, 84, 84, 4), dtype=torch.uint8)
+    with torch.no_grad():
+        acting = torch.cat([agent(frames[i:i + 16])[0] for i in range(0, 64, 16)])
+        update = agent(frames)[0]
+    assert torch.allclose(acting, update, atol=1e-6)
+
+
+def test_precision_is_recorded_and_a_resume_may_change_it(tmp_path, capsys):
+    run_dir = str(tmp_path / "bf16")
+    assert main(["train", "selfplay", "--precision", "bfloat16", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0
+    payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
+    assert payload["config"]["precision"] == "bfloat16"
+    assert all(t.dtype == torch.float32 for t in payload["state"]["agent"].values())
+    assert main(["resume", run_dir, "--extra-steps", "128", "--precision", "float32"]) == 0
+    assert [int(r["env_step"]) for r in rows(run_dir)] == [128, 256]
+    assert "precision: float32" in open(os.path.join(run_dir, "config.yaml")).read()
+    capsys.readouterr()
+    assert main(["train", "dqn", "--precision", "half", "--run-dir", str(tmp_path / "bad")]) == 1
+    assert "--precision must be one of float32, bfloat16" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "bad")

@@ -51,6 +51,7 @@ class DQNConfig:
     save_buffer: bool = True
     torch_threads: int = 0
     device: str = "cpu"
+    precision: str = "float32"
     on_disk_error: str = "stop"
     track: bool = False
     wandb_project: str = "pongrl"
@@ -91,6 +92,9 @@ FIELD_HELP: dict[str, str] = {
     "on_disk_error": "when a checkpoint cannot be written (disk full, read-only): stop, or continue training",
     "torch_threads": "torch intra-op threads (0 = torch's default)",
     "device": "cpu, cuda or auto",
+    "precision": "arithmetic of the convolutional torso: float32, or bfloat16 under autocast (weights, heads, "
+                 "losses and Adam stay float32); faster only where the hardware has bfloat16 units "
+                 "(benchmarks/network.py measures it)",
     "track": "also log to Weights & Biases (needs wandb installed)",
     "wandb_project": "Weights & Biases project name",
 }
@@ -171,6 +175,7 @@ class PPOConfig:
     keep_checkpoints: int = 3
     torch_threads: int = 0
     device: str = "cpu"
+    precision: str = "float32"
     on_disk_error: str = "stop"
     track: bool = False
     wandb_project: str = "pongrl"
@@ -220,7 +225,7 @@ CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS), "ppo": (PPOConfig, PPO_PRESET
                   "selfplay": (PPOConfig, SELFPLAY_PRESETS)}
 
 # Fields that a resume may change without starting a different experiment.
-RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "track", "on_disk_error"}
+RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "precision", "track", "on_disk_error"}
 
 
 def field_types(cls) -> dict[str, type]:
@@ -248,7 +253,8 @@ NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads
 STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
 UNIT_INTERVAL = {"gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
 CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
-           "obs": ("standard", "seed"), "network": ("nature", "small")}
+           "obs": ("standard", "seed"), "network": ("nature", "small"),
+           "precision": ("float32", "bfloat16")}
 
 
 MAX_TORCH_THREADS = 1024

@@ -76,8 +76,8 @@ class DQNState(LearnerState):
 
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, grad_steps=0, last_target_update=0, train_credit=0)
-        self.q_network = QNetwork(NUM_ACTIONS, config.network).to(device, memory_format=torch.channels_last)
-        self.target_network = QNetwork(NUM_ACTIONS, config.network).to(device, memory_format=torch.channels_last)
+        self.q_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(device, memory_format=torch.channels_last)
+        self.target_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(device, memory_format=torch.channels_last)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
         if config.prioritized_replay:

@@ -153,7 +153,7 @@ class PPOState(LearnerState):
 
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, updates=0, collected=[])
-        self.agent = ActorCritic(NUM_ACTIONS, config.share_network, config.network).to(device)
+        self.agent = ActorCritic(NUM_ACTIONS, config.share_network, config.network, config.precision).to(device)
         self.optimizer = make_adam(self.agent.parameters(), config.learning_rate, config.adam_eps)
 
     def modules(self) -> dict:
