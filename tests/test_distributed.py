@@ -77,12 +77,15 @@ def test_two_ranks_stay_identical_and_equal_one_process_on_the_union(tmp_path):
     one_process = agent.state_dict()
     moved = max((one_process[k] - fresh_agent()[0].state_dict()[k]).abs().max().item() for k in one_process)
     assert moved > 1e-6  # the update changed the weights, so agreeing below is not trivial
+    # Summation order differs between the ranks' and the single process's arithmetic; Adam's first step moves a
+    # weight by up to the learning rate (2.5e-4) and can amplify a tiny gradient difference where the gradient is
+    # near zero (seen once: 1.2e-6 on 1 of 1.6M weights), so agreement is asked to 4% of one step.
     for key in one_process:
-        torch.testing.assert_close(two_ranks[key], one_process[key], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(two_ranks[key], one_process[key], rtol=1e-5, atol=1e-5)
     # Each rank alone would have moved elsewhere: the gradients really were averaged.
     alone, alone_optimizer = fresh_agent()
     ppo_update(alone, alone_optimizer, make_batch(0, PER_RANK), CONFIG, torch.Generator().manual_seed(0))
-    assert any(not torch.allclose(alone.state_dict()[k], two_ranks[k], rtol=1e-5, atol=1e-6) for k in two_ranks)
+    assert any(not torch.allclose(alone.state_dict()[k], two_ranks[k], rtol=1e-5, atol=1e-5) for k in two_ranks)
 
 
 def test_torchrun_trains_and_a_single_process_resumes(tmp_path):
