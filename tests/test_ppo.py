@@ -210,13 +210,17 @@ def test_a_bfloat16_torso_gives_float32_outputs_near_float32_arithmetic(make):
     frames = torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8)
     if isinstance(full, QNetwork):
         frames = frames.permute(0, 3, 1, 2)
-    exact, rounded = full(frames), half(frames)
-    for a, b in zip(exact if isinstance(exact, tuple) else (exact,), rounded if isinstance(rounded, tuple) else (rounded,)):
+    def outputs(network):  # (Q-values,) or (logits, values)
+        result = network(frames)
+        return result if isinstance(result, tuple) else (result,)
+
+    exact, rounded = outputs(full), outputs(half)
+    for a, b in zip(exact, rounded):
         assert b.dtype == torch.float32  # what the losses see
         assert not torch.equal(a, b), "bfloat16 arithmetic rounds differently from float32"
         assert torch.allclose(a, b, atol=0.02 * a.abs().max().item() + 1e-3)
     # gradients reach the float32 weights, which stay float32
-    (rounded[0].sum() if isinstance(rounded, tuple) else rounded.sum()).backward()
+    rounded[0].sum().backward()
     first = next(half.parameters())
     assert first.dtype == torch.float32 and first.grad is not None and first.grad.abs().sum() > 0
 
