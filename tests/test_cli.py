@@ -226,3 +226,29 @@ def test_resume_may_change_where_and_how_a_run_runs_and_nothing_else(tmp_path, c
     assert "--on-disk-error must be one of" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # an experiment setting is not a resume flag
         main(["resume", run_dir, "--extra-steps", "100", "--learning-rate", "0.1"])
+
+
+def test_eval_every_start_plays_one_greedy_game_per_start(trained_run, capsys, monkeypatch):
+    import pongrl.evaluate
+
+    monkeypatch.setattr(pongrl.evaluate, "NOOP_MAX", 2)  # three starts instead of 31, to stay short
+    code, out, err = run(["eval", trained_run, "--every-start", "--json", "--torch-threads", "1"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["every_start"] and result["games"] == 3
+    assert [game["start_noop_frames"] for game in result["per_game"]] == [0, 1, 2]
+    # Another emulator seed replays the very same games: the start alone fixes each one.
+    code, out, err = run(["eval", trained_run, "--every-start", "--seed", "9", "--torch-threads", "1"], capsys)
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines[:3]] == ["start  0", "start  1", "start  2"]
+    replayed = [(int(line.split("score")[1].split()[0]), int(line.split()[-2])) for line in lines[:3]]
+    assert replayed == [(game["score"], game["length"]) for game in result["per_game"]]
+    assert f"mean score {result['mean']:+.2f} over all 3 starts" in lines[-1]
+
+
+@pytest.mark.parametrize("extra", [["--episodes", "5"], ["--sample"], ["--epsilon", "0.1"], ["--opponent", "x.pt"]])
+def test_eval_every_start_refuses_random_play_and_other_opponents(trained_run, capsys, extra):
+    code, out, err = run(["eval", trained_run, "--every-start", *extra], capsys)
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "--every-start" in err and extra[0] in err

@@ -38,3 +38,27 @@ def test_rewards_are_true_scores_and_colour_frames_are_native():
         total += reward
     assert total < 0, "a paddle that never moves loses points to the built-in AI"
     assert len(game.colour_frames) == 1200
+
+
+def test_a_start_fixes_the_game_whatever_the_emulator_seed():
+    # The claim behind `pongrl eval --every-start`: with no sticky actions the emulator draws nothing
+    # itself, so the same no-op count and actions give the same game under any seed, and another
+    # count gives another game.
+    actions = np.random.default_rng(1).integers(0, 6, 300)
+
+    def trajectory(seed, noop_frames, profile):
+        game = PongGame(seed=seed, profile=profile)
+        frames, rewards = [game.reset(noop_frames)], []
+        for action in actions:
+            obs, reward, *_ = game.step(int(action))
+            frames.append(obs)
+            rewards.append(reward)
+        return np.stack(frames), rewards
+
+    for profile in ("standard", "seed"):
+        frames, rewards = trajectory(0, 7, profile)
+        same_frames, same_rewards = trajectory(12345, 7, profile)
+        np.testing.assert_array_equal(frames, same_frames)
+        assert rewards == same_rewards and any(rewards), "the comparison covered scored points"
+        other_frames, _ = trajectory(0, 8, profile)
+        assert not np.array_equal(frames, other_frames)

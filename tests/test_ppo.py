@@ -225,6 +225,23 @@ def test_a_bfloat16_torso_gives_float32_outputs_near_float32_arithmetic(make):
     assert first.dtype == torch.float32 and first.grad is not None and first.grad.abs().sum() > 0
 
 
+def test_agents_are_judged_in_float32_whatever_precision_trained_them():
+    # Evaluation during a bfloat16 run must play as `pongrl eval` of its checkpoint (a float32 network).
+    from pongrl.agent import PolicyAgent, QAgent
+
+    torch.manual_seed(0)
+    frames = np.random.default_rng(0).integers(0, 256, (8, 84, 84, 4), dtype=np.uint8)
+    for make, wrap, obs in ((lambda p: ActorCritic(6, precision=p), lambda n: PolicyAgent(n, "seed"), frames),
+                            (lambda p: QNetwork(6, precision=p), QAgent, frames.transpose(0, 3, 1, 2).copy())):
+        full, half = make("float32"), make("bfloat16")
+        half.load_state_dict(full.state_dict())
+        np.testing.assert_array_equal(wrap(half).preferences(obs), wrap(full).preferences(obs))
+        assert half.bfloat16, "training goes on in bfloat16 after the evaluation"
+        first = half(torch.from_numpy(obs))
+        assert not torch.equal(first[0] if isinstance(first, tuple) else first,
+                               torch.from_numpy(wrap(full).preferences(obs)))
+
+
 def test_the_rollout_and_the_update_see_the_same_bfloat16_logits():
     """PPO's ratio starts at exactly 1 only if a frame gets the same log-probability in a batch of
     acting (one entry per env) and in a minibatch of the update."""

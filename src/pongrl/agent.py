@@ -10,7 +10,7 @@ import torch
 
 from pongrl.checkpoint import is_checkpoint, read_weights_file, validate_checkpoint
 from pongrl.errors import PongrlError
-from pongrl.nets import ActorCritic, QNetwork, is_shared_torso, torso_kind
+from pongrl.nets import ActorCritic, QNetwork, float32_arithmetic, is_shared_torso, torso_kind
 
 NUM_ACTIONS = 6
 # A DQN agent has no policy to sample from; "sampled" play makes it epsilon-greedy with the
@@ -19,7 +19,8 @@ SAMPLE_EPSILON_Q = 0.05
 
 
 class Agent:
-    """Greedy play from a network's preferences, with optional epsilon-random actions."""
+    """Greedy play from a network's preferences, with optional epsilon-random actions. Networks play
+    in float32 here whatever precision trained them (see nets.float32_arithmetic)."""
 
     obs_profile = "standard"
 
@@ -56,7 +57,8 @@ class QAgent(Agent):
 
     @torch.inference_mode()
     def preferences(self, obs: np.ndarray) -> np.ndarray:
-        return self.network(torch.from_numpy(obs)).numpy()
+        with float32_arithmetic(self.network):
+            return self.network(torch.from_numpy(obs)).numpy()
 
 
 class PolicyAgent(Agent):
@@ -72,7 +74,8 @@ class PolicyAgent(Agent):
         frames = torch.from_numpy(obs)
         if self.obs_profile == "standard":  # the env gives (N, 4, 84, 84); the network takes channel-last
             frames = frames.permute(0, 2, 3, 1)
-        logits, _ = self.network(frames)
+        with float32_arithmetic(self.network):
+            logits, _ = self.network(frames)
         return logits.numpy()
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:

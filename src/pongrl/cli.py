@@ -156,13 +156,16 @@ def build_parser() -> Parser:
 
     evaluate = commands.add_parser("eval", help="play whole games against the built-in AI")
     evaluate.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
-    evaluate.add_argument("--episodes", type=_positive_int, default=10, help="games to play (default 10)")
+    evaluate.add_argument("--episodes", type=_positive_int, default=None, help="games to play (default 10)")
     evaluate.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
     evaluate.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
     evaluate.add_argument("--json", action="store_true", help="print machine-readable JSON")
     evaluate.add_argument("--opponent", default="builtin",
                           help="builtin (default), or a CHECKPOINT_OR_RUN to play a duel against instead")
     evaluate.add_argument("--sample", action="store_true", help="sample actions from the policy instead of greedy")
+    evaluate.add_argument("--every-start", action="store_true",
+                          help="greedy play, one game from each of the protocol's 31 starts (0-30 no-op frames): "
+                               "the emulator is deterministic, so their mean is the exact expected score")
     _add_serve_assist(evaluate)
     _add_torch_threads(evaluate)
 
@@ -293,23 +296,42 @@ def cmd_resume(args) -> int:
 
 def cmd_eval(args) -> int:
     from pongrl.agent import load_agent
-    from pongrl.evaluate import evaluate_agent, summarize
+    from pongrl.evaluate import evaluate_agent, evaluate_every_start, summarize
 
     if not 0.0 <= args.epsilon <= 1.0:
         raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
+    if args.every_start:
+        clash = [flag for flag, given in (("--episodes", args.episodes is not None), ("--sample", args.sample),
+                                          ("--epsilon", args.epsilon > 0),
+                                          ("--opponent", args.opponent.strip().lower() != "builtin")) if given]
+        if clash:
+            raise PongrlError(f"--every-start plays greedy games against the built-in AI, one per start; "
+                              f"it does not take {', '.join(clash)}")
+    episodes = args.episodes or 10
     if args.opponent.strip().lower() != "builtin" or args.sample:
-        args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, args.episodes, MAX_FRAMES
+        args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, episodes, MAX_FRAMES
         return cmd_duel(args)
     agent = load_agent(args.checkpoint)
-    games = evaluate_agent(agent, args.episodes, args.seed, args.epsilon)
+    if args.every_start:
+        games = evaluate_every_start(agent, args.seed)
+    else:
+        games = evaluate_agent(agent, episodes, args.seed, args.epsilon)
     summary = summarize(games)
     if args.json:
         print(json.dumps({"checkpoint": agent.name, "env_step": agent.env_step, "epsilon": args.epsilon,
-                          "seed": args.seed, **summary, "per_game": games}))
+                          "seed": args.seed, "every_start": args.every_start, **summary, "per_game": games}))
+        return 0
+    for index, game in enumerate(games, 1):
+        label = f"start {game['start_noop_frames']:2d}" if args.every_start else f"game {index:3d}"
+        print(f"{label}: {game['points_won']:2d}-{game['points_lost']:2d}  score {game['score']:+3d}  "
+              f"{game['length']} steps" + ("  (cut by the frame cap)" if game["truncated"] else ""))
+    if args.every_start:
+        won, lost = sum(game["score"] > 0 for game in games), sum(game["score"] < 0 for game in games)
+        drawn = f", {summary['games'] - won - lost} even" if won + lost < summary["games"] else ""
+        print(f"{agent.name} (step {agent.env_step}): mean score {summary['mean']:+.2f} over all {summary['games']} "
+              f"starts against the built-in AI ({won} won, {lost} lost{drawn}): the exact expected score of greedy "
+              f"play under the protocol")
     else:
-        for index, game in enumerate(games, 1):
-            print(f"game {index:3d}: {game['points_won']:2d}-{game['points_lost']:2d}  score {game['score']:+3d}  "
-                  f"{game['length']} steps" + ("  (cut by the frame cap)" if game["truncated"] else ""))
         print(f"{agent.name} (step {agent.env_step}): mean score {summary['mean']:+.2f} +- {summary['std']:.2f} "
               f"over {summary['games']} games against the built-in AI")
     return 0

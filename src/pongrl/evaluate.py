@@ -6,22 +6,32 @@ from typing import Callable
 import numpy as np
 
 from pongrl.envs import make_vector_env
-from pongrl.envs.single import GameVectorEnv
+from pongrl.envs.single import NOOP_MAX, GameVectorEnv
 from pongrl.errors import PongrlError
 
 MAX_PARALLEL_GAMES = 8
 
 
-def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int, profile: str = "standard") -> list[dict]:
+def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int, profile: str = "standard",
+               starts: list[int] | None = None) -> list[dict]:
     """Play `episodes` whole games with `act` (a batch of observations -> actions) on the right
     paddle against the built-in AI, showing the agent its observation `profile`. Each emulator plays
-    a fixed quota of games, so short games do not crowd out long ones. Returns one dict per game:
-    score, points won and lost, length."""
+    a fixed quota of games, so short games do not crowd out long ones. With `starts` (no-op frame
+    counts), plays one game from each of those starts instead, in that order. Returns one dict per
+    game: score, points won and lost, length (and the start, when given)."""
+    if starts is not None:
+        episodes = len(starts)
     if episodes <= 0:
         raise PongrlError(f"the number of games must be positive, got {episodes}")
     num_envs = min(episodes, MAX_PARALLEL_GAMES)
     quota = [episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)]
-    if profile == "standard":
+    env_starts = None
+    if starts is not None:  # consecutive slices, so that the games come back in the order of `starts`
+        bounds = np.cumsum([0] + quota)
+        env_starts = [list(starts[bounds[i]:bounds[i + 1]]) for i in range(num_envs)]
+        env = GameVectorEnv(num_envs, seed, profile, env_starts)
+        obs = env.reset()
+    elif profile == "standard":
         env, obs = make_vector_env(num_envs, seed)
     else:
         env = GameVectorEnv(num_envs, seed, profile)
@@ -38,10 +48,11 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
             length += 1
             for i in np.flatnonzero(terminated | truncated):
                 if len(games[i]) < quota[i]:
-                    games[i].append({
-                        "score": int(won[i] - lost[i]), "points_won": int(won[i]), "points_lost": int(lost[i]),
-                        "length": int(length[i]), "truncated": bool(truncated[i]),
-                    })
+                    game = {"score": int(won[i] - lost[i]), "points_won": int(won[i]), "points_lost": int(lost[i]),
+                            "length": int(length[i]), "truncated": bool(truncated[i])}
+                    if env_starts is not None:
+                        game["start_noop_frames"] = int(env_starts[i][len(games[i])])
+                    games[i].append(game)
                 won[i] = lost[i] = length[i] = 0
     finally:
         env.close()
@@ -65,3 +76,12 @@ def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0, sample
     greedy (with `epsilon`), or drawing its actions from its policy when `sample` is set."""
     rng = np.random.default_rng(seed)
     return play_games(lambda obs: agent.act(obs, epsilon, rng, sample=sample), episodes, seed, agent.obs_profile)
+
+
+def evaluate_every_start(agent, seed: int = 0) -> list[dict]:
+    """Greedy play from each of the protocol's starts (0..NOOP_MAX no-op frames), one game each. The
+    emulator has no randomness of its own (no sticky actions) and greedy play none either, so a start
+    fixes the whole game, and the mean over all starts is the exact expected score of greedy play
+    under the protocol: no sampling error, nothing to gain from more games. `seed` only seeds the
+    emulators, which must not change any game (a test checks that)."""
+    return play_games(lambda obs: agent.act(obs), 0, seed, agent.obs_profile, starts=list(range(NOOP_MAX + 1)))

@@ -10,6 +10,8 @@ Intermediate activations are easy to read out by iterating the Sequential.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -42,6 +44,20 @@ def torso_features(torso: nn.Sequential, x: torch.Tensor, bfloat16: bool) -> tor
     Q-values the losses are made of, stay float32."""
     with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=bfloat16):
         return torso(x).float()
+
+
+@contextmanager
+def float32_arithmetic(network: nn.Module):
+    """Run `network` (a QNetwork or ActorCritic) in float32 inside the block, whatever precision it
+    trains in. Agents are judged this way: greedy play can hinge on near-ties between actions, and a
+    bfloat16 torso breaks some of them the other way (a self-play checkpoint won a start 21-1 in
+    float32 and lost it 0-21 in bfloat16), so judging in float32 everywhere keeps the evaluation during
+    training equal to `pongrl eval` of the saved checkpoint, on any hardware."""
+    saved, network.bfloat16 = network.bfloat16, False
+    try:
+        yield network
+    finally:
+        network.bfloat16 = saved
 
 
 def torso_kind(state_dict: dict) -> str:

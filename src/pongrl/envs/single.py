@@ -104,9 +104,13 @@ class PongGame:
         self.stack[-1] = preprocess(screen)
         return self.stack.copy()
 
-    def reset(self) -> np.ndarray:
+    def reset(self, noop_frames: int | None = None) -> np.ndarray:
+        """Start a game after `noop_frames` no-op frames, or a number drawn from 0..noop_max. The
+        emulator has no randomness of its own here (no sticky actions), so the count fixes the start."""
         self.ale.reset_game()
-        for _ in range(int(self.rng.integers(0, self.noop_max + 1)) if self.noop_max else 0):
+        if noop_frames is None:
+            noop_frames = int(self.rng.integers(0, self.noop_max + 1)) if self.noop_max else 0
+        for _ in range(noop_frames):
             self.ale.act(self.actions[0])
             if self.ale.game_over():
                 self.ale.reset_game()
@@ -140,10 +144,16 @@ class GameVectorEnv:
     `info["final_obs"]` for ended games. Used where the C++ vector env cannot produce the pixels
     (the seed profile needs the colour screen)."""
 
-    def __init__(self, num_envs: int, seed: int, profile: str):
+    def __init__(self, num_envs: int, seed: int, profile: str, starts: list[list[int]] | None = None):
+        """`starts[i]`, if given, lists the no-op frame counts game i starts its games with, in order
+        (drawn at random once the list runs out)."""
         self.games = [PongGame(seed + i, profile=profile) for i in range(num_envs)]
         self.num_envs = num_envs
-        self.obs = np.stack([game.reset() for game in self.games])
+        self.starts = [list(game_starts) for game_starts in starts] if starts else [[] for _ in range(num_envs)]
+        self.obs = np.stack([self._reset(i) for i in range(num_envs)])
+
+    def _reset(self, i: int) -> np.ndarray:
+        return self.games[i].reset(self.starts[i].pop(0) if self.starts[i] else None)
 
     def reset(self) -> np.ndarray:
         return self.obs.copy()
@@ -158,7 +168,7 @@ class GameVectorEnv:
             if terminated[i] or truncated[i]:
                 final_obs = self.obs.copy() if final_obs is None else final_obs
                 final_obs[i] = obs
-                obs = game.reset()
+                obs = self._reset(i)
             self.obs[i] = obs
         return self.obs.copy(), rewards, terminated, truncated, ({"final_obs": final_obs} if final_obs is not None else {})
 
