@@ -1,0 +1,99 @@
+"""Exact score of greedy play against the built-in AI, checkpoint by checkpoint along a run.
+
+    python benchmarks/exact_curve.py CHECKPOINT... [--run-dir RUN] [--results DIR] [--out chart.png] [--torch-threads N]
+
+Each checkpoint plays one greedy game from every start the protocol can deal, as `pongrl eval --every-start`
+does: the emulator is deterministic, so the mean of those 31 games is the expected score itself, not an
+estimate of it. Results are kept in --results, one JSON per checkpoint named by the file's SHA-256, so a rerun
+with more checkpoints plays only the new ones. With --run-dir, the run's own evaluations during training (ten
+random games each, greedy and sampled) are drawn beside the exact scores. Prints a Markdown table.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def exact_score(path: str, results_dir: str) -> dict:
+    from pongrl.agent import load_agent
+    from pongrl.arena import file_sha256
+    from pongrl.evaluate import evaluate_every_start
+
+    digest = file_sha256(path)
+    cached = os.path.join(results_dir, digest[:16] + ".json")
+    if os.path.exists(cached):
+        with open(cached) as handle:
+            return json.load(handle)
+    agent = load_agent(path)
+    games = evaluate_every_start(agent)
+    result = {"path": path, "sha256": digest, "env_step": agent.env_step,
+              "mean": float(np.mean([g["score"] for g in games])), "per_game": games}
+    os.makedirs(results_dir, exist_ok=True)
+    with open(cached + ".tmp", "w") as handle:
+        json.dump(result, handle)
+    os.replace(cached + ".tmp", cached)  # an interrupted rerun never finds half a result
+    return result
+
+
+def training_evaluations(run_dir: str) -> dict:
+    from pongrl.run import read_metrics
+
+    rows = [r for r in read_metrics(run_dir) if r.get("eval_mean_return")]
+    return {"steps": np.array([int(r["env_step"]) for r in rows]),
+            "greedy": np.array([float(r["eval_mean_return"]) for r in rows]),
+            "sampled": np.array([float(r.get("eval_sampled_mean_return") or "nan") for r in rows])}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoints", nargs="+")
+    parser.add_argument("--run-dir", help="draw this run's evaluations during training beside the exact scores")
+    parser.add_argument("--results", default="exact_scores", help="folder of per-checkpoint results (kept)")
+    parser.add_argument("--out", default="exact_curve.png")
+    parser.add_argument("--torch-threads", type=int, default=1)
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.torch_threads)
+    from pongrl.errors import PongrlError
+
+    try:
+        results = sorted((exact_score(path, args.results) for path in args.checkpoints), key=lambda r: r["env_step"])
+    except PongrlError as error:
+        sys.exit(f"exact_curve.py: {error}")
+    print("| agent steps | exact score, greedy (31 starts) | starts won | starts lost | checkpoint |")
+    print("|---:|---:|---:|---:|---|")
+    for result in results:
+        scores = [g["score"] for g in result["per_game"]]
+        print(f"| {result['env_step']:,} | {result['mean']:+.2f} | {sum(s > 0 for s in scores)} | "
+              f"{sum(s < 0 for s in scores)} | {os.path.basename(result['path'])} |")
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 4.2))
+    if args.run_dir:
+        during = training_evaluations(args.run_dir)
+        axis.plot(during["steps"] / 1e6, during["greedy"], ".:", color="tab:blue", alpha=0.5,
+                  label="during training: greedy, 10 random games")
+        axis.plot(during["steps"] / 1e6, during["sampled"], "^:", color="tab:orange", alpha=0.5,
+                  label="during training: actions sampled, 10 random games")
+    axis.plot([r["env_step"] / 1e6 for r in results], [r["mean"] for r in results], "o-", color="black",
+              label="checkpoint, greedy: exact expected score (every start)")
+    axis.axhline(0, color="grey", linestyle=":")
+    axis.set(xlabel="agent steps (millions)", ylabel="score against the built-in AI", ylim=(-21.5, 21.5))
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    figure.savefig(args.out, dpi=110)
+    print(f"chart: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
