@@ -63,7 +63,7 @@ def _rank_main(rank: int, world_size: int, init_file: str, out_dir: str) -> None
         if update == 0 and rank == 0:
             torch.save({k: v.clone() for k, v in agent.state_dict().items()}, os.path.join(out_dir, "after_first.pt"))
     torch.save(identical, os.path.join(out_dir, f"identical_{rank}.pt"))
-    dist.destroy_process_group()
+    world.close()  # a barrier, then the group torn down
 
 
 def test_two_ranks_stay_identical_and_equal_one_process_on_the_union(tmp_path):

@@ -91,6 +91,10 @@ class World:
 
     def close(self) -> None:
         if self.active and dist.is_initialized():
+            # Every rank is past its last collective before any tears the group down: a rank that leaves
+            # early can close its sockets under a peer still reading. (One CI run saw a rank abort in
+            # teardown, "terminate called without an active exception", at the end of a two-rank test.)
+            dist.barrier()
             dist.destroy_process_group()
 
 
