@@ -13,14 +13,15 @@ import json
 import os
 import sys
 
-import numpy as np
-
 
 def exact_score(path: str, results_dir: str) -> dict:
     from pongrl.agent import load_agent
     from pongrl.arena import file_sha256
-    from pongrl.evaluate import evaluate_every_start
+    from pongrl.errors import PongrlError
+    from pongrl.evaluate import evaluate_every_start, summarize
 
+    if not os.path.isfile(path):
+        raise PongrlError(f"{path}: no such checkpoint file")
     digest = file_sha256(path)
     cached = os.path.join(results_dir, digest[:16] + ".json")
     if os.path.exists(cached):
@@ -29,21 +30,12 @@ def exact_score(path: str, results_dir: str) -> dict:
     agent = load_agent(path)
     games = evaluate_every_start(agent)
     result = {"path": path, "sha256": digest, "env_step": agent.env_step,
-              "mean": float(np.mean([g["score"] for g in games])), "per_game": games}
+              "mean": summarize(games)["mean"], "per_game": games}
     os.makedirs(results_dir, exist_ok=True)
     with open(cached + ".tmp", "w") as handle:
         json.dump(result, handle)
     os.replace(cached + ".tmp", cached)  # an interrupted rerun never finds half a result
     return result
-
-
-def training_evaluations(run_dir: str) -> dict:
-    from pongrl.run import read_metrics
-
-    rows = [r for r in read_metrics(run_dir) if r.get("eval_mean_return")]
-    return {"steps": np.array([int(r["env_step"]) for r in rows]),
-            "greedy": np.array([float(r["eval_mean_return"]) for r in rows]),
-            "sampled": np.array([float(r.get("eval_sampled_mean_return") or "nan") for r in rows])}
 
 
 def main():
@@ -78,10 +70,12 @@ def main():
 
     figure, axis = plt.subplots(figsize=(8, 4.2))
     if args.run_dir:
-        during = training_evaluations(args.run_dir)
-        axis.plot(during["steps"] / 1e6, during["greedy"], ".:", color="tab:blue", alpha=0.5,
+        from learning import eval_curve  # benchmarks/learning.py: the run's evaluations, read once for both scripts
+
+        during = eval_curve(args.run_dir)
+        axis.plot(during["steps"] / 1e6, during["mean"], ".:", color="tab:blue", alpha=0.5,
                   label="during training: greedy, 10 random games")
-        axis.plot(during["steps"] / 1e6, during["sampled"], "^:", color="tab:orange", alpha=0.5,
+        axis.plot(during["steps"] / 1e6, during["sampled_mean"], "^:", color="tab:orange", alpha=0.5,
                   label="during training: actions sampled, 10 random games")
     axis.plot([r["env_step"] / 1e6 for r in results], [r["mean"] for r in results], "o-", color="black",
               label="checkpoint, greedy: exact expected score (every start)")

@@ -300,15 +300,15 @@ def cmd_eval(args) -> int:
 
     if not 0.0 <= args.epsilon <= 1.0:
         raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
+    against_builtin = args.opponent.strip().lower() == "builtin"
     if args.every_start:
         clash = [flag for flag, given in (("--episodes", args.episodes is not None), ("--sample", args.sample),
-                                          ("--epsilon", args.epsilon > 0),
-                                          ("--opponent", args.opponent.strip().lower() != "builtin")) if given]
+                                          ("--epsilon", args.epsilon > 0), ("--opponent", not against_builtin)) if given]
         if clash:
             raise PongrlError(f"--every-start plays greedy games against the built-in AI, one per start; "
                               f"it does not take {', '.join(clash)}")
     episodes = args.episodes or 10
-    if args.opponent.strip().lower() != "builtin" or args.sample:
+    if not against_builtin or args.sample:
         args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, episodes, MAX_FRAMES
         return cmd_duel(args)
     agent = load_agent(args.checkpoint)

@@ -17,10 +17,10 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
     """Play `episodes` whole games with `act` (a batch of observations -> actions) on the right
     paddle against the built-in AI, showing the agent its observation `profile`. Each emulator plays
     a fixed quota of games, so short games do not crowd out long ones. With `starts` (no-op frame
-    counts), plays one game from each of those starts instead, in that order. Returns one dict per
-    game: score, points won and lost, length (and the start, when given)."""
-    if starts is not None:
-        episodes = len(starts)
+    counts; `episodes` must be their number), plays one game from each start, in that order. Returns
+    one dict per game: score, points won and lost, length (and the start, when given)."""
+    if starts is not None and len(starts) != episodes:
+        raise PongrlError(f"{len(starts)} starts for {episodes} games")
     if episodes <= 0:
         raise PongrlError(f"the number of games must be positive, got {episodes}")
     num_envs = min(episodes, MAX_PARALLEL_GAMES)
@@ -84,4 +84,5 @@ def evaluate_every_start(agent, seed: int = 0) -> list[dict]:
     fixes the whole game, and the mean over all starts is the exact expected score of greedy play
     under the protocol: no sampling error, nothing to gain from more games. `seed` only seeds the
     emulators, which must not change any game (a test checks that)."""
-    return play_games(lambda obs: agent.act(obs), 0, seed, agent.obs_profile, starts=list(range(NOOP_MAX + 1)))
+    starts = list(range(NOOP_MAX + 1))
+    return play_games(lambda obs: agent.act(obs), len(starts), seed, agent.obs_profile, starts=starts)
