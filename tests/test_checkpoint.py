@@ -142,10 +142,12 @@ def test_foreign_files_are_refused(tmp_path):
         load_checkpoint(str(tmp_path / "missing.pt"))
 
 
-def test_ppo_round_trip_restores_every_piece_of_state(tmp_path):
+@pytest.mark.parametrize("opponent_pool", [0.0, 1.0])
+def test_ppo_round_trip_restores_every_piece_of_state(tmp_path, opponent_pool):
     from pongrl.algos.ppo import PPOState, ppo_update
 
-    config = make_config("selfplay", "default", dict(num_envs=2, num_steps=4, num_minibatches=2))
+    config = make_config("selfplay", "default", dict(num_envs=2, num_steps=4, num_minibatches=2,
+                                                     opponent_pool=opponent_pool, pool_size=3))
     state = PPOState(config, torch.device("cpu"))
     batch = {"obs": torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8), "actions": torch.randint(0, 6, (8,)),
              "logprobs": torch.full((8,), -1.79), "advantages": torch.randn(8), "returns": torch.randn(8),
@@ -153,9 +155,17 @@ def test_ppo_round_trip_restores_every_piece_of_state(tmp_path):
     ppo_update(state.agent, state.optimizer, batch, config, state.torch_generator)
     state.counters.update(env_step=64, updates=1, episodes=2, collected=[32, 64])
     state.recent_returns.extend([3.0, -3.0])
+    if opponent_pool:  # a second snapshot (the updated policy) and a drawn opponent
+        state.opponent_pool.snapshot(state.agent)
+        state.opponent_pool.games_ended(np.ones(1, bool))
     path = save_checkpoint(str(tmp_path), state.payload(), keep=3)
     fresh = PPOState(config, torch.device("cpu"))
     fresh.restore(load_checkpoint(path))
     assert_same(state.payload(), fresh.payload())
     assert torch.equal(torch.randperm(8, generator=state.torch_generator),
                        torch.randperm(8, generator=fresh.torch_generator))
+    if opponent_pool:  # the same opponents, and the same next draw
+        assert fresh.opponent_pool.filled == 2
+        fresh.opponent_pool.games_ended(np.ones(1, bool))
+        state.opponent_pool.games_ended(np.ones(1, bool))
+        assert fresh.opponent_pool.opponent.tolist() == state.opponent_pool.opponent.tolist()

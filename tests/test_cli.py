@@ -54,6 +54,19 @@ def test_periodic_evaluation_lands_in_metrics(trained_run):
     assert float(rows[400]["update_seconds"]) > 0 and float(rows[400]["env_seconds"]) > 0
 
 
+def test_a_dqn_run_branches_with_its_replay_memory_and_a_new_learning_rate(trained_run, tmp_path, capsys):
+    branch = str(tmp_path / "branch")
+    assert main(["branch", trained_run, "--run-dir", branch, "--extra-steps", "100", "--learning-rate", "5e-5"]) == 0
+    assert "learning_rate: 5.0e-05" in open(os.path.join(branch, "config.yaml")).read()
+    assert metric_steps(branch) == [100, 200, 300, 400, 500]
+    assert "replay_step_000000000500.npz" in os.listdir(os.path.join(branch, "checkpoints"))
+    assert metric_steps(trained_run) == [100, 200, 300, 400]  # the parent keeps its curve and its replay memory
+    assert "replay_step_000000000400.npz" in os.listdir(os.path.join(trained_run, "checkpoints"))
+    capsys.readouterr()
+    assert main(["branch", trained_run, "--run-dir", str(tmp_path / "b2"), "--ent-coef", "0.1"]) == 1
+    assert capsys.readouterr().err == "pongrl: error: --ent-coef is not a setting of a dqn run\n"
+
+
 def test_sigterm_writes_a_checkpoint_and_exits_cleanly(tmp_path):
     run_dir = str(tmp_path / "run")
     process = subprocess.Popen([sys.executable, "-m", "pongrl", "train", "dqn", "--run-dir", run_dir,

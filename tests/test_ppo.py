@@ -267,3 +267,99 @@ def test_precision_is_recorded_and_a_resume_may_change_it(tmp_path, capsys):
     assert main(["train", "dqn", "--precision", "half", "--run-dir", str(tmp_path / "bad")]) == 1
     assert "--precision must be one of float32, bfloat16" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "bad")
+
+
+# ---- the opponent pool (pongrl.opponents) ---------------------------------------------------------
+def always_playing(action: int) -> ActorCritic:
+    """A policy that puts all its probability on one action."""
+    network = ActorCritic(6, share_network=True)
+    with torch.no_grad():
+        network.actor.weight.zero_()
+        network.actor.bias.copy_(torch.where(torch.arange(6) == action, 50.0, -50.0))
+    return network
+
+
+def test_pool_opponents_play_the_second_paddle_of_the_pool_games_only():
+    from pongrl.opponents import OpponentPool
+
+    config = make_config("selfplay", "default", dict(num_envs=8, opponent_pool=0.5))  # 4 games, 2 against the pool
+    pool = OpponentPool(config, 4, 6, torch.device("cpu"))
+    assert pool.pool_games == 2
+    assert pool.learner_entries(8).tolist() == [0, 2, 4, 5, 6, 7]  # the second paddles of games 0 and 1 are not learned
+    pool.snapshot(always_playing(3))
+    actions = torch.zeros(8, dtype=torch.long)
+    pool.play(torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8), actions)
+    assert actions.tolist() == [0, 3, 0, 3, 0, 0, 0, 0]
+
+
+def test_the_pool_keeps_a_window_of_the_newest_snapshots_and_draws_opponents_from_it():
+    from pongrl.opponents import OpponentPool
+
+    config = make_config("selfplay", "default", dict(num_envs=16, opponent_pool=1.0, pool_size=2))
+    pool = OpponentPool(config, 8, 6, torch.device("cpu"))
+    for action in (1, 2, 4):  # the third snapshot replaces the first
+        pool.snapshot(always_playing(action))
+    assert pool.filled == 2 and pool.next_slot == 1
+    drawn = set()
+    for _ in range(10):
+        pool.games_ended(np.ones(8, bool))
+        drawn |= set(pool.opponent.tolist())
+    assert drawn == {0, 1}
+    actions = torch.zeros(16, dtype=torch.long)
+    pool.play(torch.zeros((16, 84, 84, 4), dtype=torch.uint8), actions)
+    assert set(actions[1::2].tolist()) <= {4, 2} and set(actions[0::2].tolist()) == {0}
+    pool.opponent[:] = 0
+    pool.games_ended(np.zeros(8, bool))  # no game ended: nobody changes opponent
+    assert pool.opponent.tolist() == [0] * 8
+
+
+def test_a_pool_run_trains_resumes_with_its_pool_and_logs_its_score_against_it(tmp_path, capsys):
+    run_dir = str(tmp_path / "pool")
+    flags = [*TINY, "--opponent-pool", "0.5", "--pool-every", "64", "--pool-size", "3"]
+    assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *flags]) == 0
+    assert "return_vs_pool" in rows(run_dir)[0]
+    payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000256.pt"), weights_only=True)
+    # the initial policy, then one snapshot per update (each update crosses a multiple of 64), three kept
+    assert len(payload["state"]["opponent_pool"]["snapshots"]) == 3
+    newest = payload["state"]["opponent_pool"]["snapshots"][payload["state"]["opponent_pool"]["next_slot"] - 1]
+    assert all(torch.equal(newest[k], v) for k, v in payload["state"]["agent"].items())
+    assert main(["resume", run_dir, "--extra-steps", "128"]) == 0
+    assert [int(r["env_step"]) for r in rows(run_dir)] == [128, 256, 384]
+    capsys.readouterr()
+    assert main(["train", "selfplay", "--run-dir", str(tmp_path / "none"), *TINY, "--opponent-pool", "0.1"]) == 1
+    assert "--opponent-pool 0.1 gives no pool game among 2 games" in capsys.readouterr().err
+    assert main(["train", "ppo", "--run-dir", str(tmp_path / "ppo"), *TINY, "--opponent-pool", "0.5"]) == 1
+    assert "--opponent-pool is for self-play only" in capsys.readouterr().err
+    assert main(["train", "selfplay", "--run-dir", str(tmp_path / "big"), *TINY, "--opponent-pool", "1.5"]) == 1
+    assert "--opponent-pool must be in [0, 1]" in capsys.readouterr().err
+
+
+def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_was(tmp_path, capsys):
+    parent, branch = str(tmp_path / "parent"), str(tmp_path / "branch")
+    assert main(["train", "selfplay", "--run-dir", parent, "--total-steps", "256", *TINY]) == 0
+    before = {name: open(os.path.join(parent, "checkpoints", name), "rb").read()
+              for name in os.listdir(os.path.join(parent, "checkpoints"))}
+    parent_rows = rows(parent)
+    start = torch.load(os.path.join(parent, "checkpoints", "step_000000000128.pt"), weights_only=True)
+    assert main(["branch", parent, "--run-dir", branch, "--checkpoint", os.path.join(parent, "checkpoints", "step_000000000128.pt"),
+                 "--extra-steps", "128", "--opponent-pool", "0.5", "--pool-every", "1000"]) == 0
+    assert "opponent_pool: 0.5" in open(os.path.join(branch, "config.yaml")).read()
+    assert [int(r["env_step"]) for r in rows(branch)] == [128, 256]  # the parent's curve up to the branch point, then its own
+    assert rows(branch)[0] == parent_rows[0] and rows(branch)[1] != parent_rows[1]
+    end = torch.load(os.path.join(branch, "checkpoints", "step_000000000256.pt"), weights_only=True)
+    (first_opponent,) = end["state"]["opponent_pool"]["snapshots"]  # no snapshot due before 1000 steps
+    assert all(torch.equal(first_opponent[k], v) for k, v in start["state"]["agent"].items())
+    assert end["counters"]["resumes"] == start["counters"]["resumes"] + 1
+    assert rows(parent) == parent_rows and {name: open(os.path.join(parent, "checkpoints", name), "rb").read()
+                                             for name in os.listdir(os.path.join(parent, "checkpoints"))} == before
+    assert main(["resume", branch, "--extra-steps", "128"]) == 0  # the branch goes on as a run of its own
+    capsys.readouterr()
+    for argv, message in (
+            (["branch", parent, "--run-dir", parent], "a new directory"),
+            (["branch", parent, "--run-dir", branch], "already holds a run"),
+            (["branch", parent, "--run-dir", str(tmp_path / "b2"), "--buffer-size", "1000"], "--buffer-size is not a setting of a selfplay run"),
+            (["branch", parent, "--run-dir", str(tmp_path / "b3"), "--total-steps", "100"], "the checkpoint is at step 256"),
+            (["branch", str(tmp_path / "nope"), "--run-dir", str(tmp_path / "b4")], "no such run directory")):
+        assert main(argv) == 1, argv
+        assert message in capsys.readouterr().err, argv
+    assert not any(os.path.exists(tmp_path / name) for name in ("b2", "b3", "b4"))

@@ -75,8 +75,7 @@ class PolicyAgent(Agent):
         if self.obs_profile == "standard":  # the env gives (N, 4, 84, 84); the network takes channel-last
             frames = frames.permute(0, 2, 3, 1)
         with float32_arithmetic(self.network):
-            logits, _ = self.network(frames)
-        return logits.numpy()
+            return self.network.logits(frames).numpy()
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         logits = self.preferences(obs).astype(np.float64)

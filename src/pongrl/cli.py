@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -93,6 +94,9 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only:
 MAX_FRAMES = 100_000
 # What `pongrl resume` may change besides the step count: where the run runs and how it reports.
 RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
+# What `pongrl branch` may change: any setting but the algorithm, the preset it started from and the step count.
+DQN_FIELDS = {f.name for f in dataclasses.fields(config_module.DQNConfig)}
+BRANCH_FLAGS = (DQN_FIELDS | {f.name for f in dataclasses.fields(config_module.PPOConfig)}) - {"algo", "preset", "total_steps"}
 
 
 def _add_two_agent_flags(parser: argparse.ArgumentParser) -> None:
@@ -153,6 +157,17 @@ def build_parser() -> Parser:
     resume.add_argument("--checkpoint", help="resume from this checkpoint of the run instead of the latest")
     # The settings a resume may change (where it runs, how it reports); the others define the experiment.
     _add_config_flags(resume, config_module.DQNConfig, {}, only=RESUME_FLAGS)
+
+    branch = commands.add_parser("branch", help="start a new run from a run's checkpoint, with some settings changed")
+    branch.add_argument("run_dir", metavar="RUN", help="the run to branch from (it is only read)")
+    branch.add_argument("--run-dir", dest="new_run_dir", required=True, help="where the new run goes (must not hold a run)")
+    branch.add_argument("--checkpoint", help="branch at this checkpoint of RUN instead of its latest")
+    steps = branch.add_mutually_exclusive_group()
+    steps.add_argument("--total-steps", type=_positive_int, help="train until this many env steps in all")
+    steps.add_argument("--extra-steps", type=_positive_int, help="train this many more env steps")
+    # Every setting of either algorithm; the run's own algorithm decides which apply.
+    _add_config_flags(branch, config_module.DQNConfig, {}, only=BRANCH_FLAGS & DQN_FIELDS)
+    _add_config_flags(branch, config_module.PPOConfig, {}, only=BRANCH_FLAGS - DQN_FIELDS)
 
     evaluate = commands.add_parser("eval", help="play whole games against the built-in AI")
     evaluate.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
@@ -268,22 +283,11 @@ def cmd_train(args) -> int:
 
 
 def cmd_resume(args) -> int:
-    from pongrl.checkpoint import load_checkpoint, resolve
-    from pongrl.run import CONFIG_FILE, checkpoint_dir, open_existing_run
+    from pongrl.run import CONFIG_FILE, open_existing_run
 
     config = open_existing_run(args.run_dir)
     main_process = _check_torchrun(config.algo, args.run_dir)
-    checkpoint = args.checkpoint or resolve(args.run_dir)
-    if args.checkpoint and os.path.dirname(os.path.abspath(resolve(args.checkpoint))) != os.path.abspath(checkpoint_dir(args.run_dir)):
-        raise PongrlError(f"{args.checkpoint}: not a checkpoint of run {args.run_dir}")
-    payload = load_checkpoint(checkpoint)
-    step = int(payload["env_step"])
-    if args.extra_steps:
-        config.total_steps = step + args.extra_steps
-    elif args.total_steps:
-        config.total_steps = args.total_steps
-    if config.total_steps <= step:
-        raise PongrlError(f"the checkpoint is at step {step}; ask for more with --extra-steps N or --total-steps N")
+    payload, step = _resume_point(args, args.run_dir, config)
     for name in sorted(RESUME_FLAGS):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
@@ -292,6 +296,66 @@ def cmd_resume(args) -> int:
         config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
         print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
     return _trainer(config.algo)(config, args.run_dir, resume_from=payload["path"])
+
+
+def _resume_point(args, run_dir: str, config) -> tuple[dict, int]:
+    """The checkpoint a resume or a branch continues from (--checkpoint, or the run's latest), and sets
+    config.total_steps from --extra-steps / --total-steps. Returns (payload, step)."""
+    from pongrl.checkpoint import load_checkpoint, resolve
+    from pongrl.run import checkpoint_dir
+
+    checkpoint = args.checkpoint or resolve(run_dir)
+    if args.checkpoint and os.path.dirname(os.path.abspath(resolve(args.checkpoint))) != os.path.abspath(checkpoint_dir(run_dir)):
+        raise PongrlError(f"{args.checkpoint}: not a checkpoint of run {run_dir}")
+    payload = load_checkpoint(checkpoint)
+    step = int(payload["env_step"])
+    if args.extra_steps:
+        config.total_steps = step + args.extra_steps
+    elif args.total_steps:
+        config.total_steps = args.total_steps
+    if config.total_steps <= step:
+        raise PongrlError(f"the checkpoint is at step {step}; ask for more with --extra-steps N or --total-steps N")
+    return payload, step
+
+
+def cmd_branch(args) -> int:
+    """A new run that starts where RUN was at a checkpoint (weights, optimizer, counters, RNGs, metrics
+    so far) and goes on with some settings changed: an ablation from a common point, leaving RUN as it was."""
+    from pongrl.checkpoint import save_checkpoint
+    from pongrl.run import METRICS_FILE, checkpoint_dir, open_existing_run, prepare_new_run, refuse_existing_run
+
+    if os.path.abspath(args.new_run_dir) == os.path.abspath(args.run_dir):
+        raise PongrlError("--run-dir must be a new directory: a branch never writes into the run it starts from")
+    from pongrl.distributed import launched_by_torchrun
+
+    if launched_by_torchrun():
+        raise PongrlError("pongrl branch runs in one process: branch first, then continue the new run with torchrun")
+    refuse_existing_run(args.new_run_dir)
+    config = open_existing_run(args.run_dir)
+    fields = {f.name for f in dataclasses.fields(config)}
+    changed = {name: getattr(args, name) for name in sorted(BRANCH_FLAGS) if getattr(args, name, None) is not None}
+    foreign = sorted(name for name in changed if name not in fields)
+    if foreign:
+        raise PongrlError(f"--{foreign[0].replace('_', '-')} is not a setting of a {config.algo} run")
+    payload, step = _resume_point(args, args.run_dir, config)
+    for name, value in changed.items():
+        setattr(config, name, value)
+    config_module.validate(config)
+    prepare_new_run(args.new_run_dir, config, force=False)
+    # The new run's first checkpoint is the branch point, recorded with the new settings so that it resumes them.
+    source_dir = os.path.dirname(payload["path"])
+    replay = payload.get("replay_buffer")
+    if replay:  # DQN keeps its replay memory beside the checkpoint
+        shutil.copyfile(os.path.join(source_dir, replay), os.path.join(checkpoint_dir(args.new_run_dir), replay))
+    branched = {k: v for k, v in payload.items() if k not in ("path", "format", "format_version")}
+    branched["config"] = config_module.to_dict(config)
+    start = save_checkpoint(checkpoint_dir(args.new_run_dir), branched, keep=config.keep_checkpoints, permanent=True)
+    if os.path.exists(os.path.join(args.run_dir, METRICS_FILE)):  # the curve so far; rows past the branch point go
+        shutil.copyfile(os.path.join(args.run_dir, METRICS_FILE), os.path.join(args.new_run_dir, METRICS_FILE))
+    summary = ", ".join(f"{name}={value}" for name, value in changed.items()) or "no setting changed"
+    print(f"pongrl: branched {args.run_dir} at step {step} into {args.new_run_dir} ({summary}); "
+          f"training until step {config.total_steps}", file=sys.stderr)
+    return _trainer(config.algo)(config, args.new_run_dir, resume_from=start)
 
 
 def cmd_eval(args) -> int:
@@ -459,7 +523,7 @@ def cmd_video(args) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "resume": cmd_resume, "eval": cmd_eval, "duel": cmd_duel, "league": cmd_league,
+COMMANDS = {"train": cmd_train, "resume": cmd_resume, "branch": cmd_branch, "eval": cmd_eval, "duel": cmd_duel, "league": cmd_league,
             "export": cmd_export, "plot": cmd_plot, "video": cmd_video, "card": cmd_card}
 
 

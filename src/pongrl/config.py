@@ -162,6 +162,9 @@ class PPOConfig:
     target_kl: float = 0.0
     share_network: bool = True
     end_gae_at_point: bool = False
+    opponent_pool: float = 0.0
+    pool_size: int = 8
+    pool_every: int = 200_000
     env: str = "fast"
     obs: str = "standard"
     max_cycles: int = 100_000
@@ -195,6 +198,9 @@ FIELD_HELP.update({
     "target_kl": "stop the epochs of an update when the approximate KL passes this (0 = never)",
     "share_network": "the critic reuses the actor's torso (one CNN instead of two)",
     "end_gae_at_point": "end the GAE episode at every scored point, as the seed's script does (done or reward != 0)",
+    "opponent_pool": "self-play: fraction of games whose second paddle is a past snapshot of the policy (0 = plain self-play)",
+    "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
+    "pool_every": "self-play: agent steps between snapshots into the opponent pool",
     "env": "two-player env implementation: fast or reference (PettingZoo + SuperSuit)",
     "obs": "ppo only: observation profile, standard (grayscale) or seed (the self-play card's blue channel)",
     "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
@@ -247,11 +253,12 @@ def make_config(algo: str, preset: str, overrides: dict[str, Any]):
 
 POSITIVE = {"total_steps", "num_envs", "buffer_size", "train_frequency", "batch_size", "n_step",
             "target_update_every", "log_every", "checkpoint_every", "keep_checkpoints", "eval_episodes",
-            "epsilon_decay_steps", "num_steps", "num_minibatches", "update_epochs", "max_cycles"}
+            "epsilon_decay_steps", "num_steps", "num_minibatches", "update_epochs", "max_cycles", "pool_size",
+            "pool_every"}
 NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads", "target_kl", "num_checkpoints",
                 "ent_coef", "vf_coef", "clip_coef"}
 STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
-UNIT_INTERVAL = {"gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
+UNIT_INTERVAL = {"opponent_pool", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
 CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
            "obs": ("standard", "seed"), "network": ("nature", "small"),
            "precision": ("float32", "bfloat16")}
@@ -281,8 +288,22 @@ def validate(config) -> None:
     if isinstance(config, PPOConfig):
         if config.algo == "selfplay" and config.num_envs % 2:
             raise PongrlError(f"--num-envs counts players in self-play and must be even, got {config.num_envs}")
-        if (config.num_envs * config.num_steps) % config.num_minibatches:
-            raise PongrlError("--num-minibatches must divide --num-envs x --num-steps")
+        learners = config.num_envs
+        if config.opponent_pool:
+            games = config.num_envs // 2
+            if config.algo != "selfplay":
+                raise PongrlError("--opponent-pool is for self-play only")
+            if pool_game_count(config.opponent_pool, games) == 0:
+                raise PongrlError(f"--opponent-pool {config.opponent_pool} gives no pool game among {games} games")
+            learners -= pool_game_count(config.opponent_pool, games)  # the opponents' steps are not learned from
+        if (learners * config.num_steps) % config.num_minibatches:
+            raise PongrlError("--num-minibatches must divide the learned steps of a rollout "
+                              "(--num-envs x --num-steps, less the pool opponents' steps)")
+
+
+def pool_game_count(opponent_pool: float, num_games: int) -> int:
+    """How many of a self-play run's games are played against the opponent pool (pongrl.opponents)."""
+    return int(round(opponent_pool * num_games))
 
 
 def to_dict(config) -> dict[str, Any]:

@@ -135,6 +135,10 @@ class ActorCritic(nn.Module):
         critic_features = actor_features if self.share_network else torso_features(self.critic_network, x, self.bfloat16)
         return self.actor(actor_features), self.critic(critic_features).squeeze(-1)
 
+    def logits(self, frames: torch.Tensor) -> torch.Tensor:
+        """Action logits alone: with separate torsos the critic's is not run."""
+        return self.actor(torso_features(self.actor_network, self._prepare(frames), self.bfloat16))
+
     def value(self, frames: torch.Tensor) -> torch.Tensor:
         return self.critic(torso_features(self.critic_network, self._prepare(frames), self.bfloat16)).squeeze(-1)
 

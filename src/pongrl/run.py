@@ -36,13 +36,19 @@ def holds_run(run_dir: str) -> bool:
     return any(os.path.exists(os.path.join(run_dir, name)) for name in (CONFIG_FILE, METRICS_FILE, CHECKPOINTS))
 
 
-def prepare_new_run(run_dir: str, config, force: bool) -> None:
-    """Create the directory for a fresh run; refuse to overwrite a run unless `force`."""
+def refuse_existing_run(run_dir: str) -> None:
+    """A new run never goes where a run (or a file) already is."""
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise PongrlError(f"{run_dir}: exists and is not a directory")
     if holds_run(run_dir):
-        if not force:
-            raise PongrlError(f"{run_dir}: already holds a run (use 'pongrl resume {run_dir}' or --force to start over)")
+        raise PongrlError(f"{run_dir}: already holds a run (use 'pongrl resume {run_dir}' or --force to start over)")
+
+
+def prepare_new_run(run_dir: str, config, force: bool) -> None:
+    """Create the directory for a fresh run; refuse to overwrite a run unless `force`."""
+    if not (force and os.path.isdir(run_dir)):
+        refuse_existing_run(run_dir)
+    if holds_run(run_dir):
         for name in os.listdir(run_dir):
             if name in (CONFIG_FILE, METRICS_FILE, CHECKPOINTS) or name.startswith("events.out.tfevents"):
                 path = os.path.join(run_dir, name)

@@ -23,8 +23,10 @@ import torch
 
 from pongrl.checkpoint import save_checkpoint
 from pongrl.distributed import World, init_world, split_envs
+from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic
 from pongrl.learner import LearnerState, make_adam, start_learner
+from pongrl.opponents import OpponentPool
 from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
@@ -35,7 +37,7 @@ METRIC_COLUMNS = [
     "env_step", "wall_seconds", "episodes", "average_return", "average_length", "points_won", "points_lost",
     "serve_penalties", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
     "learning_rate", "steps_per_second", *PhaseClock.COLUMNS, "eval_mean_return", "eval_std_return",
-    "return_first_0", "return_second_0", "eval_sampled_mean_return", "eval_sampled_std_return",
+    "return_first_0", "return_second_0", "eval_sampled_mean_return", "eval_sampled_std_return", "return_vs_pool",
 ]
 
 
@@ -155,9 +157,25 @@ class PPOState(LearnerState):
         super().__init__(config, RECENT_EPISODES, updates=0, collected=[])
         self.agent = ActorCritic(NUM_ACTIONS, config.share_network, config.network, config.precision).to(device)
         self.optimizer = make_adam(self.agent.parameters(), config.learning_rate, config.adam_eps)
+        self.opponent_pool = None
+        if config.opponent_pool:  # past snapshots play some games' second paddle; the first is the initial policy
+            self.opponent_pool = OpponentPool(config, config.num_envs // 2, NUM_ACTIONS, device)
+            self.opponent_pool.snapshot(self.agent)
 
     def modules(self) -> dict:
-        return {"agent": self.agent, "optimizer": self.optimizer}
+        pool = {"opponent_pool": self.opponent_pool} if self.opponent_pool else {}
+        return {"agent": self.agent, "optimizer": self.optimizer, **pool}
+
+    def restore(self, payload: dict) -> None:
+        pool = self.opponent_pool
+        if pool and "opponent_pool" not in payload.get("state", {}):
+            # A branch that adds the pool to a run without one (pongrl branch): its first opponent is the restored policy.
+            self.opponent_pool = None
+            super().restore(payload)
+            self.opponent_pool = OpponentPool(self.config, self.config.num_envs // 2, NUM_ACTIONS, pool.device)
+            self.opponent_pool.snapshot(self.agent)
+        else:
+            super().restore(payload)
 
     def obs_profile(self) -> str:
         return obs_profile(self.config)
@@ -177,7 +195,12 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     # Under torchrun this process steps its share of the envs, seeded as those envs would be in one
     # process; it starts from rank 0's weights and samples from its own random streams.
     world = init_world(device)
+    pool = state.opponent_pool
+    if pool and world.active:
+        raise PongrlError("--opponent-pool runs in one process only, not under torchrun")
     n, horizon = split_envs(config, world), config.num_steps
+    # The entries the update learns from: every player, except the pool opponents in their games.
+    learners = pool.learner_entries(n) if pool else torch.arange(n)
     world.broadcast_module(agent)
     if world.rank:
         torch.manual_seed(derived_seed(config.seed, 1000 + world.rank, step))
@@ -198,6 +221,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     running_length = np.zeros(n, np.int64)
     points = {"won": 0, "lost": 0, "serve_penalties": 0}
     recent_by_player = (deque(maxlen=RECENT_EPISODES), deque(maxlen=RECENT_EPISODES))
+    recent_vs_pool = deque(maxlen=RECENT_EPISODES)
 
     def track_episodes(reward: np.ndarray, episode_end: np.ndarray, info: dict) -> None:
         """Count points and finished games. The two-player env reports each game's true score in
@@ -206,6 +230,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         if "episode" in info:
             results = info["episode"]
             finished = np.flatnonzero(results["done"])
+            if pool:  # a pool opponent's games are not the learner's
+                finished = finished[np.isin(finished, learners.numpy())]
             scores = results["points_won"][finished] - results["points_lost"][finished]
             lengths = results["length"][finished]
             points["won"] += int(results["points_won"][finished].sum())
@@ -222,7 +248,10 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         counters["episodes"] += len(finished)
         state.recent_returns.extend(float(s) for s in scores)
         for index, score in zip(finished, scores):
-            recent_by_player[index % 2].append(float(score))
+            if pool and index // 2 < pool.pool_games:
+                recent_vs_pool.append(float(score))
+            else:
+                recent_by_player[index % 2].append(float(score))
         state.recent_lengths.extend(int(length) for length in lengths)
         for index, score, length in zip(finished, scores, lengths):
             # In self-play entry 2g is first_0 (right paddle) and 2g + 1 second_0: log each player apart.
@@ -256,11 +285,14 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 obs_buffer[t] = next_obs
                 mark = time.perf_counter()
                 with torch.inference_mode():
-                    logits, value = agent(next_obs.to(device))
+                    obs_on_device = next_obs.to(device)
+                    logits, value = agent(obs_on_device)
                     distribution = torch.distributions.Categorical(logits=logits)
                     action = distribution.sample()
                     logprobs[t] = distribution.log_prob(action).cpu()
                 values[t], actions[t] = value.cpu(), action.cpu()  # one copy off the device per step
+                if pool:
+                    pool.play(obs_on_device, actions[t])
                 mark = phases.lap("inference", mark)
                 obs, reward, terminated, truncated, info = env.step(actions[t].numpy())
                 phases.lap("env", mark)
@@ -275,15 +307,19 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 rewards[t] = torch.from_numpy(learn_reward.astype(np.float32))
                 next_obs = torch.from_numpy(obs)
                 track_episodes(reward, episode_end, info)
+                if pool:
+                    pool.games_ended(episode_end[0::2])
             before, step = step, step + config.num_envs * horizon  # all processes' env steps
 
             # 2. Advantages, then the update on the flattened rollout.
             with torch.inference_mode():
                 next_value = agent.value(next_obs.to(device)).cpu()
             advantages, returns = compute_gae(rewards, values, ended, next_value, config.gamma, config.gae_lambda)
-            batch = {"obs": obs_buffer.reshape(-1, 84, 84, 4).to(device), "actions": actions.reshape(-1).to(device),
-                     "logprobs": logprobs.reshape(-1).to(device), "advantages": advantages.reshape(-1).to(device),
-                     "returns": returns.reshape(-1).to(device), "values": values.reshape(-1).to(device)}
+            rollout = {"obs": obs_buffer, "actions": actions, "logprobs": logprobs, "advantages": advantages,
+                       "returns": returns, "values": values}
+            if pool:  # (T, N, ...) -> (T, learners, ...): a copy, so without a pool the views are flattened as they are
+                rollout = {key: tensor[:, learners] for key, tensor in rollout.items()}
+            batch = {key: tensor.reshape(-1, *tensor.shape[2:]).to(device) for key, tensor in rollout.items()}
             mark = time.perf_counter()
             update_stats = ppo_update(agent, optimizer, batch, config, state.torch_generator, world)
             phases.lap("update", mark)
@@ -303,6 +339,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                        # self-play: each paddle's mean score over its last games (zero-sum, so they mirror)
                        **({f"return_{name}": float(np.mean(recent)) if recent else None
                            for name, recent in zip(PLAYERS, recent_by_player)} if config.algo == "selfplay" else {}),
+                       # the learner's mean score against its past snapshots (above zero while it improves on them)
+                       "return_vs_pool": float(np.mean(recent_vs_pool)) if recent_vs_pool else None,
                        "points_won": points["won"], "points_lost": points["lost"],
                        "serve_penalties": points["serve_penalties"], "learning_rate": learning_rate,
                        **phases.row(),
@@ -317,6 +355,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 points = {"won": 0, "lost": 0, "serve_penalties": 0}
                 pending_eval = None
             session.show_progress(step, state.recent_returns)
+            if pool and session.crossed(config.pool_every, before, step):
+                pool.snapshot(agent)
             collected = [p for p in collection_points(config) if before < p <= step]
             if collected:
                 counters["collected"] = sorted(set(counters["collected"]) | {step})

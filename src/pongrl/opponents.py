@@ -1,0 +1,73 @@
+"""Past versions of the self-play policy as opponents (`pongrl train selfplay --opponent-pool F`).
+
+Plain self-play trains the policy against its current self only, and it can forget how to play what it
+used to be: in pongrl's second self-play run, checkpoints that beat the built-in AI on average sat
+100k agent steps from checkpoints that lost nearly every point (docs/results.md). The common remedy is
+to play part of the games against frozen snapshots of the policy from earlier in the run (Unity
+ML-Agents' snapshot self-play, OpenAI Five's past opponents).
+
+Here the first round(F x games) games are pool games: their second paddle (`second_0`) is played by a
+snapshot, and only their first paddle's steps enter the update; the other games are self-play as before.
+A snapshot of the policy is taken when training starts and every `--pool-every` agent steps, into a
+window of the last `--pool-size` (a new snapshot replaces the oldest in place, so a game that was
+playing the oldest goes on against the newest). Each pool game draws its opponent from the window,
+uniformly, when its game starts. The opponents sample their actions from their policy, as the learner
+does. The pool is part of the learner's state, so a resume continues against the same opponents.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from pongrl.config import pool_game_count
+from pongrl.nets import ActorCritic
+from pongrl.seeding import derived_seed
+
+
+class OpponentPool:
+    def __init__(self, config, num_games: int, num_actions: int, device: torch.device):
+        self.pool_games = pool_game_count(config.opponent_pool, num_games)
+        self.device = device
+        self.slots = [ActorCritic(num_actions, config.share_network, config.network, config.precision).to(device).eval()
+                      for _ in range(config.pool_size)]
+        self.filled = 0  # slots holding a snapshot
+        self.next_slot = 0  # where the next snapshot goes (the oldest once the window is full)
+        self.opponent = np.zeros(self.pool_games, np.int64)  # the slot each pool game plays against
+        self.rng = np.random.default_rng(derived_seed(config.seed, 31))
+
+    def learner_entries(self, num_entries: int) -> torch.Tensor:
+        """The batch entries whose steps the update learns from: all but the pool games' second paddles."""
+        opponents = set(range(1, 2 * self.pool_games, 2))
+        return torch.tensor([i for i in range(num_entries) if i not in opponents])
+
+    def snapshot(self, agent: ActorCritic) -> None:
+        self.slots[self.next_slot].load_state_dict(agent.state_dict())
+        self.filled = min(self.filled + 1, len(self.slots))
+        self.next_slot = (self.next_slot + 1) % len(self.slots)
+
+    def games_ended(self, game_ended: np.ndarray) -> None:
+        """Each pool game that just ended meets a new opponent drawn from the window."""
+        for game in np.flatnonzero(game_ended[:self.pool_games]):
+            self.opponent[game] = self.rng.integers(self.filled)
+
+    @torch.inference_mode()
+    def play(self, obs: torch.Tensor, actions: torch.Tensor) -> None:
+        """Overwrite the pool games' second-paddle actions with their opponents' sampled actions."""
+        for slot in np.unique(self.opponent):
+            entries = torch.from_numpy(2 * np.flatnonzero(self.opponent == slot) + 1)
+            logits = self.slots[slot].logits(obs[entries.to(obs.device)])
+            actions[entries] = torch.distributions.Categorical(logits=logits).sample().cpu()
+
+    def state_dict(self) -> dict:
+        return {"snapshots": [self.slots[i].state_dict() for i in range(self.filled)], "next_slot": self.next_slot,
+                "opponent": torch.from_numpy(self.opponent.copy()), "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        snapshots = state["snapshots"]
+        if len(snapshots) > len(self.slots) or len(state["opponent"]) != self.pool_games:
+            raise ValueError("the opponent pool does not match --pool-size / --opponent-pool")
+        for slot, weights in zip(self.slots, snapshots):
+            slot.load_state_dict(weights)
+        self.filled, self.next_slot = len(snapshots), int(state["next_slot"])
+        self.opponent = state["opponent"].numpy().astype(np.int64)
+        self.rng.bit_generator.state = state["rng"]
