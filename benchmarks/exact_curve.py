@@ -1,12 +1,14 @@
 """Exact score of greedy play against the built-in AI, checkpoint by checkpoint along a run.
 
     python benchmarks/exact_curve.py CHECKPOINT... [--run-dir RUN] [--results DIR] [--out chart.png] [--torch-threads N]
+    python benchmarks/exact_curve.py --series LABEL RUN CHECKPOINT... --series LABEL RUN CHECKPOINT... [--from-step N] ...
 
 Each checkpoint plays one greedy game from every start the protocol can deal, as `pongrl eval --every-start`
 does: the emulator is deterministic, so the mean of those 31 games is the expected score itself, not an
 estimate of it. Results are kept in --results, one JSON per checkpoint named by the file's SHA-256, so a rerun
 with more checkpoints plays only the new ones. With --run-dir, the run's own evaluations during training (ten
-random games each, greedy and sampled) are drawn beside the exact scores. Prints a Markdown table.
+random games each, greedy and sampled) are drawn beside the exact scores. With --series, several runs (a run
+and its branches) are drawn together, each in its colour. Prints a Markdown table per run.
 """
 import argparse
 import json
@@ -40,12 +42,22 @@ def exact_score(path: str, results_dir: str) -> dict:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoints", nargs="+")
+    parser.add_argument("checkpoints", nargs="*")
     parser.add_argument("--run-dir", help="draw this run's evaluations during training beside the exact scores")
+    parser.add_argument("--series", nargs="+", action="append", default=[], metavar="LABEL RUN_DIR CHECKPOINT",
+                        help="instead of the arguments above: one line per run, to compare runs (say a run and a "
+                             "branch of it); repeat for each run")
+    parser.add_argument("--from-step", type=int, default=0, help="leave out checkpoints and evaluations before this step")
     parser.add_argument("--results", default="exact_scores", help="folder of per-checkpoint results (kept)")
     parser.add_argument("--out", default="exact_curve.png")
     parser.add_argument("--torch-threads", type=int, default=1)
     args = parser.parse_args()
+    if any(len(series) < 3 for series in args.series):
+        sys.exit("exact_curve.py: --series takes a label, a run directory and at least one checkpoint")
+    if bool(args.series) == bool(args.checkpoints):
+        sys.exit("exact_curve.py: give checkpoints, or --series for each run, not both")
+    series = [(label, run_dir, paths) for label, run_dir, *paths in args.series] or \
+             [("checkpoint", args.run_dir, args.checkpoints)]
 
     import torch
 
@@ -53,15 +65,20 @@ def main():
     from pongrl.errors import PongrlError
 
     try:
-        results = sorted((exact_score(path, args.results) for path in args.checkpoints), key=lambda r: r["env_step"])
+        scored = [(label, run_dir, sorted((r for r in (exact_score(path, args.results) for path in paths)
+                                           if r["env_step"] >= args.from_step), key=lambda r: r["env_step"]))
+                  for label, run_dir, paths in series]
     except PongrlError as error:
         sys.exit(f"exact_curve.py: {error}")
-    print("| agent steps | exact score, greedy (31 starts) | starts won | starts lost | checkpoint |")
-    print("|---:|---:|---:|---:|---|")
-    for result in results:
-        scores = [g["score"] for g in result["per_game"]]
-        print(f"| {result['env_step']:,} | {result['mean']:+.2f} | {sum(s > 0 for s in scores)} | "
-              f"{sum(s < 0 for s in scores)} | {os.path.basename(result['path'])} |")
+    for label, _, results in scored:
+        if len(scored) > 1:
+            print(f"\n{label}:\n")
+        print("| agent steps | exact score, greedy (31 starts) | starts won | starts lost | checkpoint |")
+        print("|---:|---:|---:|---:|---|")
+        for result in results:
+            scores = [g["score"] for g in result["per_game"]]
+            print(f"| {result['env_step']:,} | {result['mean']:+.2f} | {sum(s > 0 for s in scores)} | "
+                  f"{sum(s < 0 for s in scores)} | {os.path.basename(result['path'])} |")
 
     import matplotlib
 
@@ -69,16 +86,22 @@ def main():
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(8, 4.2))
-    if args.run_dir:
-        from learning import eval_curve  # benchmarks/learning.py: the run's evaluations, read once for both scripts
+    colours = ["black", "tab:green", "tab:purple", "tab:red"]
+    for (label, run_dir, results), colour in zip(scored, colours):
+        name = "" if len(scored) == 1 else f"{label}: "
+        if run_dir:
+            from learning import eval_curve  # benchmarks/learning.py: the run's evaluations, read once for both scripts
 
-        during = eval_curve(args.run_dir)
-        axis.plot(during["steps"] / 1e6, during["mean"], ".:", color="tab:blue", alpha=0.5,
-                  label="during training: greedy, 10 random games")
-        axis.plot(during["steps"] / 1e6, during["sampled_mean"], "^:", color="tab:orange", alpha=0.5,
-                  label="during training: actions sampled, 10 random games")
-    axis.plot([r["env_step"] / 1e6 for r in results], [r["mean"] for r in results], "o-", color="black",
-              label="checkpoint, greedy: exact expected score (every start)")
+            during = eval_curve(run_dir)
+            keep = during["steps"] >= args.from_step
+            steps = during["steps"][keep] / 1e6
+            if len(scored) == 1:  # greedy play over ten random games is shown once, for what it hides
+                axis.plot(steps, during["mean"][keep], ".:", color="tab:blue", alpha=0.5,
+                          label="during training: greedy, 10 random games")
+            axis.plot(steps, during["sampled_mean"][keep], "^:", color="tab:orange" if len(scored) == 1 else colour,
+                      alpha=0.5, label=f"{name}during training: actions sampled, 10 random games")
+        axis.plot([r["env_step"] / 1e6 for r in results], [r["mean"] for r in results], "o-", color=colour,
+                  label=f"{name}checkpoint, greedy: exact expected score (every start)")
     axis.axhline(0, color="grey", linestyle=":")
     axis.set(xlabel="agent steps (millions)", ylabel="score against the built-in AI", ylim=(-21.5, 21.5))
     axis.grid(alpha=0.3)
