@@ -282,22 +282,6 @@ def cmd_train(args) -> int:
     return _trainer(args.algo)(config, run_dir)
 
 
-def cmd_resume(args) -> int:
-    from pongrl.run import CONFIG_FILE, open_existing_run
-
-    config = open_existing_run(args.run_dir)
-    main_process = _check_torchrun(config.algo, args.run_dir)
-    payload, step = _resume_point(args, args.run_dir, config)
-    for name in sorted(RESUME_FLAGS):
-        if getattr(args, name) is not None:
-            setattr(config, name, getattr(args, name))
-    config_module.validate(config)
-    if main_process:
-        config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
-        print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
-    return _trainer(config.algo)(config, args.run_dir, resume_from=payload["path"])
-
-
 def _resume_point(args, run_dir: str, config) -> tuple[dict, int]:
     """The checkpoint a resume or a branch continues from (--checkpoint, or the run's latest), and sets
     config.total_steps from --extra-steps / --total-steps. Returns (payload, step)."""
@@ -318,16 +302,31 @@ def _resume_point(args, run_dir: str, config) -> tuple[dict, int]:
     return payload, step
 
 
+def cmd_resume(args) -> int:
+    from pongrl.run import CONFIG_FILE, open_existing_run
+
+    config = open_existing_run(args.run_dir)
+    main_process = _check_torchrun(config.algo, args.run_dir)
+    payload, step = _resume_point(args, args.run_dir, config)
+    for name in sorted(RESUME_FLAGS):
+        if getattr(args, name) is not None:
+            setattr(config, name, getattr(args, name))
+    config_module.validate(config)
+    if main_process:
+        config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
+        print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
+    return _trainer(config.algo)(config, args.run_dir, resume_from=payload["path"])
+
+
 def cmd_branch(args) -> int:
     """A new run that starts where RUN was at a checkpoint (weights, optimizer, counters, RNGs, metrics
     so far) and goes on with some settings changed: an ablation from a common point, leaving RUN as it was."""
     from pongrl.checkpoint import save_checkpoint
+    from pongrl.distributed import launched_by_torchrun
     from pongrl.run import METRICS_FILE, checkpoint_dir, open_existing_run, prepare_new_run, refuse_existing_run
 
     if os.path.abspath(args.new_run_dir) == os.path.abspath(args.run_dir):
         raise PongrlError("--run-dir must be a new directory: a branch never writes into the run it starts from")
-    from pongrl.distributed import launched_by_torchrun
-
     if launched_by_torchrun():
         raise PongrlError("pongrl branch runs in one process: branch first, then continue the new run with torchrun")
     refuse_existing_run(args.new_run_dir)
