@@ -86,8 +86,8 @@ def main():
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(8, 4.2))
-    colours = ["black", "tab:green", "tab:purple", "tab:red"]
-    for (label, run_dir, results), colour in zip(scored, colours):
+    for index, (label, run_dir, results) in enumerate(scored):
+        colour = "black" if index == 0 else f"C{index + 1}"  # matplotlib's cycle, past C1 (the sampled line's orange)
         name = "" if len(scored) == 1 else f"{label}: "
         if run_dir:
             from learning import eval_curve  # benchmarks/learning.py: the run's evaluations, read once for both scripts

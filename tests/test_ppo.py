@@ -285,7 +285,7 @@ def test_pool_opponents_play_the_second_paddle_of_the_pool_games_only():
     config = make_config("selfplay", "default", dict(num_envs=8, opponent_pool=0.5))  # 4 games, 2 against the pool
     pool = OpponentPool(config, 4, 6, torch.device("cpu"))
     assert pool.pool_games == 2
-    assert pool.learner_entries(8).tolist() == [0, 2, 4, 5, 6, 7]  # the second paddles of games 0 and 1 are not learned
+    assert np.flatnonzero(pool.learner_mask(8)).tolist() == [0, 2, 4, 5, 6, 7]  # the second paddles of games 0 and 1 are not learned
     pool.snapshot(always_playing(3))
     actions = torch.zeros(8, dtype=torch.long)
     pool.play(torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8), actions)
@@ -356,10 +356,14 @@ def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_
     capsys.readouterr()
     for argv, message in (
             (["branch", parent, "--run-dir", parent], "a new directory"),
-            (["branch", parent, "--run-dir", branch], "already holds a run"),
+            (["branch", parent, "--run-dir", branch], "already holds a run (branch into a new directory)"),
             (["branch", parent, "--run-dir", str(tmp_path / "b2"), "--buffer-size", "1000"], "--buffer-size is not a setting of a selfplay run"),
             (["branch", parent, "--run-dir", str(tmp_path / "b3"), "--total-steps", "100"], "the checkpoint is at step 256"),
+            (["branch", parent, "--run-dir", str(tmp_path / "b5"), "--no-share-network", "--extra-steps", "128"],
+             "--share-network shapes what the checkpoint holds and cannot change in a branch"),
+            (["branch", branch, "--run-dir", str(tmp_path / "b6"), "--pool-size", "5", "--extra-steps", "128"],
+             "--pool-size shapes what the checkpoint holds"),
             (["branch", str(tmp_path / "nope"), "--run-dir", str(tmp_path / "b4")], "no such run directory")):
         assert main(argv) == 1, argv
         assert message in capsys.readouterr().err, argv
-    assert not any(os.path.exists(tmp_path / name) for name in ("b2", "b3", "b4"))
+    assert not any(os.path.exists(tmp_path / name) for name in ("b2", "b3", "b4", "b5", "b6"))

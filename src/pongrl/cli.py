@@ -97,6 +97,11 @@ RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
 # What `pongrl branch` may change: any setting but the algorithm, the preset it started from and the step count.
 DQN_FIELDS = {f.name for f in dataclasses.fields(config_module.DQNConfig)}
 BRANCH_FLAGS = (DQN_FIELDS | {f.name for f in dataclasses.fields(config_module.PPOConfig)}) - {"algo", "preset", "total_steps"}
+# Settings that shape what a checkpoint holds (the network's weights, DQN's replay memory, the opponent pool):
+# a branch keeps them, since the branch point's state would not load under new ones.
+SAVED_STATE_SHAPE = {"dqn": {"network", "num_envs", "buffer_size", "n_step", "prioritized_replay"},
+                     "ppo": {"network", "share_network"}, "selfplay": {"network", "share_network"}}
+POOL_SHAPE = {"num_envs", "opponent_pool", "pool_size"}
 
 
 def _add_two_agent_flags(parser: argparse.ArgumentParser) -> None:
@@ -329,7 +334,7 @@ def cmd_branch(args) -> int:
         raise PongrlError("--run-dir must be a new directory: a branch never writes into the run it starts from")
     if launched_by_torchrun():
         raise PongrlError("pongrl branch runs in one process: branch first, then continue the new run with torchrun")
-    refuse_existing_run(args.new_run_dir)
+    refuse_existing_run(args.new_run_dir, hint="branch into a new directory")
     config = open_existing_run(args.run_dir)
     fields = {f.name for f in dataclasses.fields(config)}
     changed = {name: getattr(args, name) for name in sorted(BRANCH_FLAGS) if getattr(args, name, None) is not None}
@@ -337,6 +342,10 @@ def cmd_branch(args) -> int:
     if foreign:
         raise PongrlError(f"--{foreign[0].replace('_', '-')} is not a setting of a {config.algo} run")
     payload, step = _resume_point(args, args.run_dir, config)
+    fixed = SAVED_STATE_SHAPE[config.algo] | (POOL_SHAPE if "opponent_pool" in payload["state"] else set())
+    reshaped = sorted(name for name, value in changed.items() if name in fixed and value != getattr(config, name))
+    if reshaped:
+        raise PongrlError(f"--{reshaped[0].replace('_', '-')} shapes what the checkpoint holds and cannot change in a branch")
     for name, value in changed.items():
         setattr(config, name, value)
     config_module.validate(config)

@@ -19,6 +19,9 @@ from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everythi
 
 class LearnerState:
     algo_name = "learner"
+    # Modules a checkpoint may lack because a branch added them (pongrl branch): they keep their fresh
+    # state, and on_added() sets them up from the restored ones.
+    optional_modules: tuple[str, ...] = ()
 
     def __init__(self, config, recent_episodes: int, **counters):
         self.config = config
@@ -52,8 +55,10 @@ class LearnerState:
     def restore(self, payload: dict) -> None:
         config_module.check_same_experiment(payload, self.config)
         try:
+            added = [name for name in self.optional_modules if name in self.modules() and name not in payload["state"]]
             for name, module in self.modules().items():
-                module.load_state_dict(payload["state"][name])
+                if name not in added:
+                    module.load_state_dict(payload["state"][name])
             self.counters.update(payload["counters"])
             self.recent_returns.extend(payload["recent_returns"])
             self.recent_lengths.extend(payload["recent_lengths"])
@@ -62,6 +67,11 @@ class LearnerState:
                 self.torch_generator.set_state(payload["rng"]["torch_generator"])
         except (KeyError, RuntimeError, ValueError, TypeError) as error:
             raise PongrlError(f"{payload.get('path')}: incomplete {self.config.algo} checkpoint ({str(error)[:100]})") from None
+        if added:
+            self.on_added(added)
+
+    def on_added(self, names: list[str]) -> None:
+        """Set up the optional modules a branch added, from the restored state."""
 
 
 def pick_device(name: str) -> torch.device:

@@ -27,7 +27,6 @@ from pongrl.seeding import derived_seed
 class OpponentPool:
     def __init__(self, config, num_games: int, num_actions: int, device: torch.device):
         self.pool_games = pool_game_count(config.opponent_pool, num_games)
-        self.device = device
         self.slots = [ActorCritic(num_actions, config.share_network, config.network, config.precision).to(device).eval()
                       for _ in range(config.pool_size)]
         self.filled = 0  # slots holding a snapshot
@@ -35,10 +34,17 @@ class OpponentPool:
         self.opponent = np.zeros(self.pool_games, np.int64)  # the slot each pool game plays against
         self.rng = np.random.default_rng(derived_seed(config.seed, 31))
 
-    def learner_entries(self, num_entries: int) -> torch.Tensor:
-        """The batch entries whose steps the update learns from: all but the pool games' second paddles."""
-        opponents = set(range(1, 2 * self.pool_games, 2))
-        return torch.tensor([i for i in range(num_entries) if i not in opponents])
+    def learner_mask(self, num_entries: int) -> np.ndarray:
+        """Which batch entries the update learns from: all but the pool games' second paddles."""
+        learner = np.ones(num_entries, bool)
+        learner[1:2 * self.pool_games:2] = False
+        return learner
+
+    def restart(self, agent: ActorCritic) -> None:
+        """An empty window but for `agent` (the pool's first opponent), which every pool game plays."""
+        self.filled, self.next_slot = 0, 0
+        self.opponent[:] = 0
+        self.snapshot(agent)
 
     def snapshot(self, agent: ActorCritic) -> None:
         self.slots[self.next_slot].load_state_dict(agent.state_dict())

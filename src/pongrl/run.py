@@ -36,12 +36,12 @@ def holds_run(run_dir: str) -> bool:
     return any(os.path.exists(os.path.join(run_dir, name)) for name in (CONFIG_FILE, METRICS_FILE, CHECKPOINTS))
 
 
-def refuse_existing_run(run_dir: str) -> None:
+def refuse_existing_run(run_dir: str, hint: str = "use 'pongrl resume {run_dir}' or --force to start over") -> None:
     """A new run never goes where a run (or a file) already is."""
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise PongrlError(f"{run_dir}: exists and is not a directory")
     if holds_run(run_dir):
-        raise PongrlError(f"{run_dir}: already holds a run (use 'pongrl resume {run_dir}' or --force to start over)")
+        raise PongrlError(f"{run_dir}: already holds a run ({hint.format(run_dir=run_dir)})")
 
 
 def prepare_new_run(run_dir: str, config, force: bool) -> None:

@@ -153,6 +153,8 @@ def obs_profile(config) -> str:
 class PPOState(LearnerState):
     """Everything a PPO run carries across a stop: the network, optimizer moments, counters, RNGs."""
 
+    optional_modules = ("opponent_pool",)
+
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, updates=0, collected=[])
         self.agent = ActorCritic(NUM_ACTIONS, config.share_network, config.network, config.precision).to(device)
@@ -160,22 +162,15 @@ class PPOState(LearnerState):
         self.opponent_pool = None
         if config.opponent_pool:  # past snapshots play some games' second paddle; the first is the initial policy
             self.opponent_pool = OpponentPool(config, config.num_envs // 2, NUM_ACTIONS, device)
-            self.opponent_pool.snapshot(self.agent)
+            self.opponent_pool.restart(self.agent)
 
     def modules(self) -> dict:
         pool = {"opponent_pool": self.opponent_pool} if self.opponent_pool else {}
         return {"agent": self.agent, "optimizer": self.optimizer, **pool}
 
-    def restore(self, payload: dict) -> None:
-        pool = self.opponent_pool
-        if pool and "opponent_pool" not in payload.get("state", {}):
-            # A branch that adds the pool to a run without one (pongrl branch): its first opponent is the restored policy.
-            self.opponent_pool = None
-            super().restore(payload)
-            self.opponent_pool = OpponentPool(self.config, self.config.num_envs // 2, NUM_ACTIONS, pool.device)
-            self.opponent_pool.snapshot(self.agent)
-        else:
-            super().restore(payload)
+    def on_added(self, names: list[str]) -> None:
+        # A branch that adds the pool to a run without one: its first opponent is the restored policy.
+        self.opponent_pool.restart(self.agent)
 
     def obs_profile(self) -> str:
         return obs_profile(self.config)
@@ -200,7 +195,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         raise PongrlError("--opponent-pool runs in one process only, not under torchrun")
     n, horizon = split_envs(config, world), config.num_steps
     # The entries the update learns from: every player, except the pool opponents in their games.
-    learners = pool.learner_entries(n) if pool else torch.arange(n)
+    learner = pool.learner_mask(n) if pool else np.ones(n, bool)
+    learners = torch.from_numpy(np.flatnonzero(learner))
     world.broadcast_module(agent)
     if world.rank:
         torch.manual_seed(derived_seed(config.seed, 1000 + world.rank, step))
@@ -230,8 +226,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         if "episode" in info:
             results = info["episode"]
             finished = np.flatnonzero(results["done"])
-            if pool:  # a pool opponent's games are not the learner's
-                finished = finished[np.isin(finished, learners.numpy())]
+            finished = finished[learner[finished]]  # a pool opponent's games are not the learner's
             scores = results["points_won"][finished] - results["points_lost"][finished]
             lengths = results["length"][finished]
             points["won"] += int(results["points_won"][finished].sum())
