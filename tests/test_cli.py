@@ -260,8 +260,32 @@ def test_eval_every_start_plays_one_greedy_game_per_start(trained_run, capsys, m
     assert f"mean score {result['mean']:+.2f} over all 3 starts" in lines[-1]
 
 
-@pytest.mark.parametrize("extra", [["--episodes", "5"], ["--sample"], ["--epsilon", "0.1"], ["--opponent", "x.pt"]])
+@pytest.mark.parametrize("extra", [["--episodes", "5"], ["--sample"], ["--epsilon", "0.1"], ["--opponent", "x.pt"],
+                                   ["--sticky-actions", "0.25"]])
 def test_eval_every_start_refuses_random_play_and_other_opponents(trained_run, capsys, extra):
     code, out, err = run(["eval", trained_run, "--every-start", *extra], capsys)
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and "--every-start" in err and extra[0] in err
+
+
+def test_eval_with_sticky_actions_says_so_greedy_and_sampled(trained_run, capsys):
+    code, out, err = run(["eval", trained_run, "--episodes", "1", "--sticky-actions", "0.25", "--json",
+                          "--torch-threads", "1"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["sticky_actions"] == 0.25 and result["games"] == 1
+    code, out, err = run(["eval", trained_run, "--episodes", "1", "--sticky-actions", "0.25", "--sample",
+                          "--torch-threads", "1"], capsys)
+    assert code == 0, err
+    assert out.strip().splitlines()[-1].endswith("sticky actions 0.25")
+
+
+@pytest.mark.parametrize("command, code, message", [
+    (["eval", "RUN", "--sticky-actions", "1"], 2, "probability in [0, 1)"),
+    (["eval", "RUN", "--sticky-actions", "-0.1"], 2, "probability in [0, 1)"),
+    (["duel", "RUN", "RUN", "--sticky-actions", "0.25"], 1, "built-in AI only"),
+])
+def test_sticky_actions_refuse_bad_input_in_one_line(trained_run, capsys, command, code, message):
+    returned, out, err = run([trained_run if word == "RUN" else word for word in command], capsys)
+    assert returned == code and out == ""
+    assert err.count("\n") == 1 and message in err

@@ -1,9 +1,11 @@
 """The single-player env: the Python emulator loop sees exactly what the C++ vector env sees."""
 import numpy as np
+import pytest
 
 from ale_py.vector_env import AtariVectorEnv
 
 from pongrl.envs import PongGame
+from pongrl.errors import PongrlError
 
 
 def test_python_game_matches_the_vector_env_frame_for_frame():
@@ -62,3 +64,31 @@ def test_a_start_fixes_the_game_whatever_the_emulator_seed():
         assert rewards == same_rewards and any(rewards), "the comparison covered scored points"
         other_frames, _ = trajectory(0, 8, profile)
         assert not np.array_equal(frames, other_frames)
+
+
+def test_sticky_actions_make_the_emulator_draw_and_the_seed_fixes_the_draws():
+    # `--sticky-actions P`: each frame repeats the previous action with probability P, drawn by the
+    # emulator from its own seed. The same start then gives other games under other seeds (what
+    # makes it a held-out test of a policy tuned to the deterministic protocol), and the same seed
+    # the same game again. P = 0 keeps the protocol exact.
+    from pongrl.evaluate import play_games
+
+    def act(obs):  # a policy that reacts to what it sees, so that a repeated action changes the game
+        return obs.reshape(len(obs), -1).sum(axis=1, dtype=np.int64) % 6
+
+    def games(seed, sticky, profile):
+        played = play_games(act, 2, seed, profile, starts=[5, 5], sticky_actions=sticky)
+        return [(game["points_won"], game["points_lost"], game["length"]) for game in played]
+
+    for profile in ("standard", "seed"):  # two emulators, seeded 0 and 1 (and 1 and 2)
+        exact = games(0, 0.0, profile)
+        assert exact[0] == exact[1], "no sticky actions: the start fixes the game"
+        sticky = games(0, 0.25, profile)
+        assert sticky == games(0, 0.25, profile), "the same seed draws the same repeats"
+        assert sticky[0] != sticky[1] and exact[0] not in sticky, "the repeats change the games"
+        assert games(1, 0.25, profile)[0] == sticky[1]
+    # The C++ vector env (random starts drawn from the seed) takes the same probability.
+    vector = [play_games(act, 1, 3, "standard", sticky_actions=p)[0]["length"] for p in (0.0, 0.25, 0.25)]
+    assert vector[1] == vector[2] != vector[0]
+    with pytest.raises(PongrlError, match="sticky-action probability"):
+        play_games(act, 1, 0, sticky_actions=1.0)

@@ -70,10 +70,13 @@ def load_player(spec: str) -> Player:
 
 
 def play_match(first: Player, second: Player, games: int, seed: int, sample: bool | tuple[bool, bool] = False,
-               max_frames: int = DEFAULT_MAX_FRAMES, serve_assist: bool = False) -> list[dict]:
+               max_frames: int = DEFAULT_MAX_FRAMES, serve_assist: bool = False,
+               sticky_actions: float = 0.0) -> list[dict]:
     """Play `games` games; one dict per game, scored for `first`. `sample` (both players, or a pair for
     first and second) draws actions from the policies instead of playing greedily. `serve_assist`
-    serves for agents that never learned to (two-agent games only; see pongrl.envs.match)."""
+    serves for agents that never learned to (two-agent games only; see pongrl.envs.match).
+    `sticky_actions` (games against the built-in AI only) is the emulator's probability of repeating
+    the previous action on a frame."""
     samples = (sample, sample) if isinstance(sample, bool) else tuple(sample)
     if games <= 0:
         raise PongrlError(f"the number of games must be positive, got {games}")
@@ -83,7 +86,10 @@ def play_match(first: Player, second: Player, games: int, seed: int, sample: boo
         agent_first = not first.is_builtin
         agent = (first if agent_first else second).agent
         actor = _actor(agent, seed, 1, samples[0] if agent_first else samples[1])
-        return [_from_single_player(game, agent_first) for game in play_games(actor, games, seed, agent.obs_profile)]
+        return [_from_single_player(game, agent_first)
+                for game in play_games(actor, games, seed, agent.obs_profile, sticky_actions=sticky_actions)]
+    if sticky_actions:
+        raise PongrlError("sticky actions apply to games against the built-in AI only, not between two agents")
     return _play_agents(first.agent, second.agent, games, seed, samples, max_frames, serve_assist)
 
 

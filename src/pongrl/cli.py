@@ -64,6 +64,20 @@ def _add_torch_threads(parser: argparse.ArgumentParser) -> None:
                         help="torch intra-op threads for the agents' forward passes (default: torch's, one per core)")
 
 
+def _sticky_probability(text: str) -> float:
+    value = _float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1), got {text!r}")
+    return value
+
+
+def _add_sticky_actions(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sticky-actions", type=_sticky_probability, default=0.0, metavar="P",
+                        help="games against the built-in AI: the emulator repeats the previous action on each frame "
+                             "with probability P (0.25 in the ALE v5 protocol), a held-out test for policies that the "
+                             "deterministic protocol lets repeat one winning pattern (default 0, the training protocol)")
+
+
 def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only: set[str] | None = None) -> None:
     """One flag per config field (or per field in `only`), defaulting to None so the preset decides
     unless given."""
@@ -186,6 +200,7 @@ def build_parser() -> Parser:
     evaluate.add_argument("--every-start", action="store_true",
                           help="greedy play, one game from each of the protocol's 31 starts (0-30 no-op frames): "
                                "the emulator is deterministic, so their mean is the exact expected score")
+    _add_sticky_actions(evaluate)
     _add_serve_assist(evaluate)
     _add_torch_threads(evaluate)
 
@@ -193,6 +208,7 @@ def build_parser() -> Parser:
     duel.add_argument("first", metavar="A", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
     duel.add_argument("second", metavar="B", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
     _add_match_flags(duel)
+    _add_sticky_actions(duel)
     duel.add_argument("--json", action="store_true", help="print machine-readable JSON")
     _add_torch_threads(duel)
 
@@ -375,7 +391,8 @@ def cmd_eval(args) -> int:
     against_builtin = args.opponent.strip().lower() == "builtin"
     if args.every_start:
         clash = [flag for flag, given in (("--episodes", args.episodes is not None), ("--sample", args.sample),
-                                          ("--epsilon", args.epsilon > 0), ("--opponent", not against_builtin)) if given]
+                                          ("--epsilon", args.epsilon > 0), ("--opponent", not against_builtin),
+                                          ("--sticky-actions", args.sticky_actions > 0)) if given]
         if clash:
             raise PongrlError(f"--every-start plays greedy games against the built-in AI, one per start; "
                               f"it does not take {', '.join(clash)}")
@@ -387,11 +404,12 @@ def cmd_eval(args) -> int:
     if args.every_start:
         games = evaluate_every_start(agent, args.seed)
     else:
-        games = evaluate_agent(agent, episodes, args.seed, args.epsilon)
+        games = evaluate_agent(agent, episodes, args.seed, args.epsilon, sticky_actions=args.sticky_actions)
     summary = summarize(games)
     if args.json:
         print(json.dumps({"checkpoint": agent.name, "env_step": agent.env_step, "epsilon": args.epsilon,
-                          "seed": args.seed, "every_start": args.every_start, **summary, "per_game": games}))
+                          "seed": args.seed, "every_start": args.every_start, "sticky_actions": args.sticky_actions,
+                          **summary, "per_game": games}))
         return 0
     for index, game in enumerate(games, 1):
         label = f"start {game['start_noop_frames']:2d}" if args.every_start else f"game {index:3d}"
@@ -404,8 +422,9 @@ def cmd_eval(args) -> int:
               f"starts against the built-in AI ({won} won, {lost} lost{drawn}): the exact expected score of greedy "
               f"play under the protocol")
     else:
+        sticky = f", sticky actions {args.sticky_actions:g}" if args.sticky_actions else ""
         print(f"{agent.name} (step {agent.env_step}): mean score {summary['mean']:+.2f} +- {summary['std']:.2f} "
-              f"over {summary['games']} games against the built-in AI")
+              f"over {summary['games']} games against the built-in AI{sticky}")
     return 0
 
 
@@ -414,12 +433,13 @@ def cmd_duel(args) -> int:
 
     first, second = load_player(args.first), load_player(args.second)
     sample = SAMPLE_CHOICES[args.sample] if isinstance(args.sample, str) else (args.sample, args.sample)
-    games = play_match(first, second, args.games, args.seed, sample, args.max_frames, args.serve_assist)
+    games = play_match(first, second, args.games, args.seed, sample, args.max_frames, args.serve_assist,
+                       args.sticky_actions)
     summary = summarize_match(games)
     if args.json:
         print(json.dumps({"first": first.name, "second": second.name, "first_env_step": first.env_step,
                           "second_env_step": second.env_step, "seed": args.seed, "sample": list(sample),
-                          "serve_assist": args.serve_assist,
+                          "serve_assist": args.serve_assist, "sticky_actions": args.sticky_actions,
                           **summary, "per_game": games}))
         return 0
     for index, game in enumerate(games, 1):
@@ -431,7 +451,8 @@ def cmd_duel(args) -> int:
     print(f"{first.name} vs {second.name}: {summary['wins']} won, {summary['losses']} lost, {summary['draws']} drawn; "
           f"win rate {summary['win_rate']:.2f} (95% interval {low:.2f}..{high:.2f}, draws count half); "
           f"mean point difference {summary['mean_point_difference']:+.2f} +- {summary['point_difference_stderr']:.2f} (s.e.); "
-          f"serve penalties {summary['first_serve_penalties']}-{summary['second_serve_penalties']}")
+          f"serve penalties {summary['first_serve_penalties']}-{summary['second_serve_penalties']}"
+          + (f"; sticky actions {args.sticky_actions:g}" if args.sticky_actions else ""))
     return 0
 
 

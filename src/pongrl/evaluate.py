@@ -13,12 +13,17 @@ MAX_PARALLEL_GAMES = 8
 
 
 def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int, profile: str = "standard",
-               starts: list[int] | None = None) -> list[dict]:
+               starts: list[int] | None = None, sticky_actions: float = 0.0) -> list[dict]:
     """Play `episodes` whole games with `act` (a batch of observations -> actions) on the right
     paddle against the built-in AI, showing the agent its observation `profile`. Each emulator plays
     a fixed quota of games, so short games do not crowd out long ones. With `starts` (no-op frame
     counts; `episodes` must be their number), plays one game from each start, in that order. Returns
-    one dict per game: score, points won and lost, length (and the start, when given)."""
+    one dict per game: score, points won and lost, length (and the start, when given).
+    `sticky_actions` > 0 makes the emulator repeat the previous action on a frame with that
+    probability (the ALE v5 protocol uses 0.25): a held-out test of a policy that the deterministic
+    protocol lets fall into one repeated winning pattern."""
+    if not 0.0 <= sticky_actions < 1.0:
+        raise PongrlError(f"the sticky-action probability must be in [0, 1), got {sticky_actions}")
     if starts is not None and len(starts) != episodes:
         raise PongrlError(f"{len(starts)} starts for {episodes} games")
     if episodes <= 0:
@@ -29,12 +34,12 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
     if starts is not None:  # consecutive slices, so that the games come back in the order of `starts`
         bounds = np.cumsum([0] + quota)
         env_starts = [list(starts[bounds[i]:bounds[i + 1]]) for i in range(num_envs)]
-        env = GameVectorEnv(num_envs, seed, profile, env_starts)
+        env = GameVectorEnv(num_envs, seed, profile, env_starts, sticky_actions)
         obs = env.reset()
     elif profile == "standard":
-        env, obs = make_vector_env(num_envs, seed)
+        env, obs = make_vector_env(num_envs, seed, sticky_actions=sticky_actions)
     else:
-        env = GameVectorEnv(num_envs, seed, profile)
+        env = GameVectorEnv(num_envs, seed, profile, sticky_actions=sticky_actions)
         obs = env.reset()
     try:
         won = np.zeros(num_envs, np.int64)
@@ -71,11 +76,13 @@ def summarize(games: list[dict]) -> dict:
     }
 
 
-def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0, sample: bool = False) -> list[dict]:
+def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0, sample: bool = False,
+                   sticky_actions: float = 0.0) -> list[dict]:
     """Any loaded agent (see pongrl.agent) against the built-in AI, in its own observation profile;
     greedy (with `epsilon`), or drawing its actions from its policy when `sample` is set."""
     rng = np.random.default_rng(seed)
-    return play_games(lambda obs: agent.act(obs, epsilon, rng, sample=sample), episodes, seed, agent.obs_profile)
+    return play_games(lambda obs: agent.act(obs, epsilon, rng, sample=sample), episodes, seed, agent.obs_profile,
+                      sticky_actions=sticky_actions)
 
 
 def evaluate_every_start(agent, seed: int = 0) -> list[dict]:

@@ -1,7 +1,7 @@
 """Single-player Pong against the game's built-in AI, on the real emulator (ale-py).
 
 Protocol (the DQN seed's PongNoFrameskip-v4 + AtariPreprocessing + FrameStack4): no sticky
-actions, up to 30 no-ops at reset, frame skip 4 with a max over the last two frames, grayscale,
+actions (evaluation may add them: `sticky_actions`, the ALE v5 protocol's 0.25), up to 30 no-ops at reset, frame skip 4 with a max over the last two frames, grayscale,
 84x84 (area interpolation), 4 stacked frames (older slots zero after a reset), whole games of
 21 points, at most 108,000 frames per episode. Rewards are the true score changes; learners
 clip them themselves, so every reported return is the real game score.
@@ -30,8 +30,11 @@ NOOP_MAX = 30
 MAX_EPISODE_FRAMES = 108_000
 
 
-def make_vector_env(num_envs: int, seed: int, num_threads: int = 0) -> tuple[AtariVectorEnv, np.ndarray]:
+def make_vector_env(num_envs: int, seed: int, num_threads: int = 0,
+                    sticky_actions: float = 0.0) -> tuple[AtariVectorEnv, np.ndarray]:
     """Create `num_envs` emulators, reset them with seeds seed, seed+1, ... and return (env, first obs).
+    `sticky_actions` is the probability that the emulator repeats the previous action on a frame
+    (Machado et al. 2018; training always uses 0).
 
     Autoreset is same-step: when a game ends, `info["final_obs"]` holds its last observation and the
     returned observation already starts the next game.
@@ -41,7 +44,7 @@ def make_vector_env(num_envs: int, seed: int, num_threads: int = 0) -> tuple[Ata
         num_envs,
         num_threads=num_threads or min(num_envs, os.cpu_count() or 1),
         max_num_frames_per_episode=MAX_EPISODE_FRAMES,
-        repeat_action_probability=0.0,
+        repeat_action_probability=sticky_actions,
         frameskip=FRAME_SKIP,
         noop_max=NOOP_MAX,
         img_height=FRAME_SIZE,
@@ -70,11 +73,11 @@ class PongGame:
     single-player agent holds the right paddle, the card's `first_0`, so nothing is mirrored.
     """
 
-    def __init__(self, seed: int, noop_max: int = NOOP_MAX, profile: str = "standard"):
+    def __init__(self, seed: int, noop_max: int = NOOP_MAX, profile: str = "standard", sticky_actions: float = 0.0):
         self.ale = ale_py.ALEInterface()
         self.ale.setLoggerMode(ale_py.LoggerMode.Error)
-        self.ale.setInt("random_seed", int(seed) % (2**31))
-        self.ale.setFloat("repeat_action_probability", 0.0)
+        self.ale.setInt("random_seed", int(seed) % (2**31))  # also drives the sticky actions, if any
+        self.ale.setFloat("repeat_action_probability", sticky_actions)
         self.ale.setInt("frame_skip", 1)
         self.ale.setInt("max_num_frames_per_episode", MAX_EPISODE_FRAMES)
         self.ale.loadROM(roms.get_rom_path("pong"))
@@ -105,8 +108,8 @@ class PongGame:
         return self.stack.copy()
 
     def reset(self, noop_frames: int | None = None) -> np.ndarray:
-        """Start a game after `noop_frames` no-op frames, or a number drawn from 0..noop_max. The
-        emulator has no randomness of its own here (no sticky actions), so the count fixes the start."""
+        """Start a game after `noop_frames` no-op frames, or a number drawn from 0..noop_max. Without
+        sticky actions the emulator has no randomness of its own, so the count fixes the start."""
         self.ale.reset_game()
         if noop_frames is None:
             noop_frames = int(self.rng.integers(0, self.noop_max + 1)) if self.noop_max else 0
@@ -144,10 +147,11 @@ class GameVectorEnv:
     `info["final_obs"]` for ended games. Used where the C++ vector env cannot produce the pixels
     (the seed profile needs the colour screen)."""
 
-    def __init__(self, num_envs: int, seed: int, profile: str, starts: list[list[int]] | None = None):
+    def __init__(self, num_envs: int, seed: int, profile: str, starts: list[list[int]] | None = None,
+                 sticky_actions: float = 0.0):
         """`starts[i]`, if given, lists the no-op frame counts game i starts its games with, in order
         (drawn at random once the list runs out)."""
-        self.games = [PongGame(seed + i, profile=profile) for i in range(num_envs)]
+        self.games = [PongGame(seed + i, profile=profile, sticky_actions=sticky_actions) for i in range(num_envs)]
         self.num_envs = num_envs
         self.starts = [list(game_starts) for game_starts in starts] if starts else [[] for _ in range(num_envs)]
         self.obs = np.stack([self._reset(i) for i in range(num_envs)])
