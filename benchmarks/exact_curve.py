@@ -19,6 +19,7 @@ repeated pattern shows up as what it is. They are cached beside the exact score 
 import argparse
 import json
 import os
+import statistics
 import sys
 
 
@@ -57,7 +58,7 @@ def exact_score(path: str, results_dir: str, held_out_games: int = 0) -> dict:
             key = held_out_key(kind, held_out_games)
             if key not in result:
                 summary = summarize(games())
-                result[key] = {"mean": summary["mean"], "std": summary["std"], "scores": summary["scores"]}
+                result[key] = {"mean": summary["mean"], "scores": summary["scores"]}
     os.makedirs(results_dir, exist_ok=True)
     with open(cached + ".tmp", "w") as handle:
         json.dump(result, handle)
@@ -67,9 +68,9 @@ def exact_score(path: str, results_dir: str, held_out_games: int = 0) -> dict:
 
 def held_out_cell(result: dict, kind: str, games: int) -> str:
     """mean +- standard error over the games, and how many were won."""
-    entry = result[held_out_key(kind, games)]
-    stderr = entry["std"] * (games / (games - 1)) ** 0.5 / games ** 0.5 if games > 1 else 0.0
-    return f"{entry['mean']:+.2f} +- {stderr:.2f} ({sum(s > 0 for s in entry['scores'])} won)"
+    scores = result[held_out_key(kind, games)]["scores"]
+    stderr = statistics.stdev(scores) / len(scores) ** 0.5 if len(scores) > 1 else 0.0
+    return f"{statistics.mean(scores):+.2f} +- {stderr:.2f} ({sum(s > 0 for s in scores)} won)"
 
 
 def main():

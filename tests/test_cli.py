@@ -281,8 +281,9 @@ def test_eval_with_sticky_actions_says_so_greedy_and_sampled(trained_run, capsys
 
 
 @pytest.mark.parametrize("command, code, message", [
-    (["eval", "RUN", "--sticky-actions", "1"], 2, "probability in [0, 1)"),
-    (["eval", "RUN", "--sticky-actions", "-0.1"], 2, "probability in [0, 1)"),
+    (["eval", "RUN", "--sticky-actions", "1"], 1, "sticky-action probability must be in [0, 1)"),
+    (["eval", "RUN", "--sticky-actions", "-0.1"], 1, "sticky-action probability must be in [0, 1)"),
+    (["eval", "RUN", "--sticky-actions", "often"], 2, "expected a number"),
     (["duel", "RUN", "RUN", "--sticky-actions", "0.25"], 1, "built-in AI only"),
 ])
 def test_sticky_actions_refuse_bad_input_in_one_line(trained_run, capsys, command, code, message):

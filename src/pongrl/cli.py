@@ -64,15 +64,8 @@ def _add_torch_threads(parser: argparse.ArgumentParser) -> None:
                         help="torch intra-op threads for the agents' forward passes (default: torch's, one per core)")
 
 
-def _sticky_probability(text: str) -> float:
-    value = _float(text)
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1), got {text!r}")
-    return value
-
-
 def _add_sticky_actions(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sticky-actions", type=_sticky_probability, default=0.0, metavar="P",
+    parser.add_argument("--sticky-actions", type=_float, default=0.0, metavar="P",
                         help="games against the built-in AI: the emulator repeats the previous action on each frame "
                              "with probability P (0.25 in the ALE v5 protocol), a held-out test for policies that the "
                              "deterministic protocol lets repeat one winning pattern (default 0, the training protocol)")

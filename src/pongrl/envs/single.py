@@ -1,8 +1,8 @@
 """Single-player Pong against the game's built-in AI, on the real emulator (ale-py).
 
 Protocol (the DQN seed's PongNoFrameskip-v4 + AtariPreprocessing + FrameStack4): no sticky
-actions (evaluation may add them: `sticky_actions`, the ALE v5 protocol's 0.25), up to 30 no-ops at reset, frame skip 4 with a max over the last two frames, grayscale,
-84x84 (area interpolation), 4 stacked frames (older slots zero after a reset), whole games of
+actions (evaluation may add them: `sticky_actions`, the ALE v5 protocol's 0.25), up to 30 no-ops
+at reset, frame skip 4 with a max over the last two frames, grayscale, 84x84 (area interpolation), 4 stacked frames (older slots zero after a reset), whole games of
 21 points, at most 108,000 frames per episode. Rewards are the true score changes; learners
 clip them themselves, so every reported return is the real game score.
 
