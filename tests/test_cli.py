@@ -159,6 +159,8 @@ def test_train_refuses_an_existing_run_unless_forced(trained_run, capsys):
     (["train", "dqn", "--gamma", "1.5", "--run-dir", "/nonexistent-dir/x"], "gamma"),
     (["train", "ppo", "--torch-threads", "5000", "--run-dir", "/nonexistent-dir/x"], "at most 1024"),
     (["train", "dqn", "--network", "huge", "--run-dir", "/nonexistent-dir/x"], "--network must be one of"),
+    (["train", "selfplay", "--game-mode", "5", "--run-dir", "/nonexistent-dir/x"], "--game-mode must be one of 3, 4"),
+    (["train", "ppo", "--game-mode", "3", "--run-dir", "/nonexistent-dir/x"], "--game-mode is for self-play only"),
     (["resume", "/nonexistent-run"], "no such run directory"),
     (["eval", "/nonexistent.pt"], "no such file"),
     (["eval", "/nonexistent.pt", "--episodes", "0"], "positive integer"),

@@ -92,6 +92,22 @@ def test_fast_env_matches_the_seed_chain_at_truncation(max_cycles):
                for episode in events["episodes"])
 
 
+def test_the_other_two_player_variation_matches_the_seed_chain_and_is_another_game():
+    # --game-mode 3: pong_v3's wrappers on variation 3 and the fast env agree step for step, and
+    # the game is not the classic one (the same actions give other frames).
+    envs = [ReferenceSelfPlayEnv(GAMES, seed=5, mode=3), FastSelfPlayEnv(GAMES, seed=5, mode=3)]
+    events = drive(envs, 300, random_actions)
+    assert events["points"] >= 5, events
+    variation_3, classic = FastSelfPlayEnv(GAMES, seed=5, mode=3), FastSelfPlayEnv(GAMES, seed=5)
+    rng = np.random.default_rng(0)
+    variation_3.reset(), classic.reset()
+    differed = False
+    for step in range(300):
+        actions = random_actions(rng, step)
+        differed |= not np.array_equal(variation_3.step(actions)[0], classic.step(actions)[0])
+    assert differed
+
+
 def test_second_player_sees_the_first_players_image_mirrored():
     env = FastSelfPlayEnv(GAMES, seed=0)
     obs = env.reset()

@@ -168,6 +168,7 @@ class PPOConfig:
     env: str = "fast"
     obs: str = "standard"
     max_cycles: int = 100_000
+    game_mode: int = 4
     num_checkpoints: int = 10
     log_every: int = 10_000
     eval_every: int = 200_000
@@ -204,6 +205,8 @@ FIELD_HELP.update({
     "env": "two-player env implementation: fast or reference (PettingZoo + SuperSuit)",
     "obs": "ppo only: observation profile, standard (grayscale) or seed (the self-play card's blue channel)",
     "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
+    "game_mode": "self-play: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the seed's) or 3 "
+                 "(its ball reaches 3-4 px/frame as in the single-player game; see docs/results.md)",
     "num_checkpoints": "checkpoints collected at evenly spaced steps and kept for later study",
     "eval_sampled": "also evaluate with actions sampled from the policy (as it plays in training), beside greedy play",
 })
@@ -261,7 +264,7 @@ STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
 UNIT_INTERVAL = {"opponent_pool", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
 CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
            "obs": ("standard", "seed"), "network": ("nature", "small"),
-           "precision": ("float32", "bfloat16")}
+           "precision": ("float32", "bfloat16"), "game_mode": (3, 4)}
 
 
 MAX_TORCH_THREADS = 1024
@@ -280,12 +283,14 @@ def validate(config) -> None:
         if name in UNIT_INTERVAL and not 0.0 <= value <= 1.0:
             raise PongrlError(f"{flag} must be in [0, 1], got {value}")
         if name in CHOICES and value not in CHOICES[name]:
-            raise PongrlError(f"{flag} must be one of {', '.join(CHOICES[name])}, got {value!r}")
+            raise PongrlError(f"{flag} must be one of {', '.join(map(str, CHOICES[name]))}, got {value!r}")
     if config.torch_threads > MAX_TORCH_THREADS:  # a typo here would start that many threads at the first layer
         raise PongrlError(f"--torch-threads must be at most {MAX_TORCH_THREADS}, got {config.torch_threads}")
     if isinstance(config, DQNConfig) and config.buffer_size // config.num_envs < config.n_step + 8:
         raise PongrlError("--buffer-size is too small for the number of environments")
     if isinstance(config, PPOConfig):
+        if config.algo != "selfplay" and config.game_mode != 4:
+            raise PongrlError("--game-mode is for self-play only (against the built-in AI the game is the single-player one)")
         if config.algo == "selfplay" and config.num_envs % 2:
             raise PongrlError(f"--num-envs counts players in self-play and must be even, got {config.num_envs}")
         learners = config.num_envs

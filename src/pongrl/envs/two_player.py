@@ -53,6 +53,9 @@ FRAME_SKIP = 4
 SCORE_ROWS = 9  # rows 0..8 of the 84x84 image show the score; the seed blanks them
 MAX_CYCLES = 100_000  # pong_v3's default; counts raw emulator frames, not agent steps
 CLASSIC_MODE = 4  # pong_v3's "classic" two-player game (its default game_version)
+# The other two-player Pong variation is 3 (multi_agent_ale_py numbers the cartridge's games 1..50; 1
+# and 2 are the one-player games). Measured with benchmarks/ball_speed.py: in 4 the ball never flies
+# faster than 2 px/frame horizontally, in 3 and in the single-player game it reaches 3-4 px/frame.
 SCREEN_HEIGHT, SCREEN_WIDTH = 210, 160
 # RAM bytes holding the displayed scores (checked: 14 counts first_0's points, 13 second_0's).
 # A game ends when one of them reaches 21.
@@ -244,12 +247,22 @@ def _seed_obs_modification(obs, _space, player_id):
     return obs
 
 
-def make_seed_parallel_env(max_cycles: int = MAX_CYCLES):
-    """The seed's get_env up to the vectorisation: a PettingZoo parallel env of one game."""
+def make_seed_parallel_env(max_cycles: int = MAX_CYCLES, mode: int = CLASSIC_MODE):
+    """The seed's get_env up to the vectorisation: a PettingZoo parallel env of one game. Another
+    `mode` builds pong_v3's env on that variation (pong_v3 itself names only the classic one)."""
     import supersuit as ss
     from pettingzoo.atari import pong_v3
 
-    env = pong_v3.parallel_env(auto_rom_install_path=rom_install_path(), max_cycles=max_cycles)
+    if mode == CLASSIC_MODE:
+        env = pong_v3.parallel_env(auto_rom_install_path=rom_install_path(), max_cycles=max_cycles)
+    else:
+        from pettingzoo.atari.base_atari_env import BaseAtariEnv, base_env_wrapper_fn, parallel_wrapper_fn
+
+        def raw_env(**kwargs):
+            return BaseAtariEnv(game="pong", num_players=2, mode_num=mode, env_name="pong_v3", **kwargs)
+
+        env = parallel_wrapper_fn(base_env_wrapper_fn(raw_env))(auto_rom_install_path=rom_install_path(),
+                                                                max_cycles=max_cycles)
     env = ss.max_observation_v0(env, 2)
     env = ss.frame_skip_v0(env, 4)
     env = ss.clip_reward_v0(env, lower_bound=-1, upper_bound=1)
@@ -288,12 +301,12 @@ class ReferenceSelfPlayEnv(_SelfPlayVectorEnv):
     later games start with a plain ALE reset_game (SuperSuit's autoreset passes no seed).
     """
 
-    def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES):
+    def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES, mode: int = CLASSIC_MODE):
         import supersuit as ss
 
         super().__init__(num_games, seed, max_cycles)
         self.envs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(
-            make_seed_parallel_env(max_cycles)), num_games, num_cpus=0, base_class="gymnasium")
+            make_seed_parallel_env(max_cycles, mode)), num_games, num_cpus=0, base_class="gymnasium")
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         obs, _ = self.envs.reset(seed=self._start_reset(seed))
@@ -341,7 +354,7 @@ class _Games:
 
     SLOTS = 1 + FRAME_SKIP  # RGB frames kept per game: the previous step's last + this step's
 
-    def __init__(self, num_games: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1):
+    def __init__(self, num_games: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1, mode: int = CLASSIC_MODE):
         import multi_agent_ale_py
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
@@ -349,6 +362,7 @@ class _Games:
         self.lib = ale_lib  # the ctypes library: calling it directly skips the wrapper's allocations
         self.num_games = num_games
         self.max_cycles = max_cycles
+        self.mode = mode
         self.rom = pong_rom_path()
         multi_agent_ale_py.ALEInterface.setLoggerMode("error")
         self.ales = []
@@ -356,7 +370,7 @@ class _Games:
             ale = multi_agent_ale_py.ALEInterface()
             ale.setFloat(b"repeat_action_probability", 0.0)
             ale.loadROM(self.rom)
-            ale.setMode(CLASSIC_MODE)
+            ale.setMode(self.mode)
             assert ale.numPlayersActive() == 2
             self.ales.append(ale)
         self.action_map = self.ales[0].getMinimalActionSet().astype(np.intc)
@@ -394,7 +408,7 @@ class _Games:
             ale = self.ales[g]
             ale.setInt(b"random_seed", int(seed))
             ale.loadROM(self.rom)
-            ale.setMode(CLASSIC_MODE)
+            ale.setMode(self.mode)
         self.lib.reset_game(self._objs[g])
         self.frames[g] = 0
         self.lib.getScreenRGB(self._objs[g], self._c_rgb[g][self._prev[g]])
@@ -497,9 +511,10 @@ class FastSelfPlayEnv(_SelfPlayVectorEnv):
     actions; a test checks it frame for frame. Game i is seeded with seed + i.
     """
 
-    def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1):
+    def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1,
+                 mode: int = CLASSIC_MODE):
         super().__init__(num_games, seed, max_cycles)
-        self.games = _Games(num_games, max_cycles, num_threads)
+        self.games = _Games(num_games, max_cycles, num_threads, mode)
         self._obs = np.zeros((self.num_agents, FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
