@@ -1,10 +1,12 @@
 """How fast the ball flies in the games a checkpoint plays: against itself in two-player Pong (the self-play
 training game) and against the built-in AI (the single-player game it is evaluated in).
 
-    python benchmarks/ball_speed.py CHECKPOINT... [--steps 3000] [--games 4] [--greedy] [--torch-threads 1]
+    python benchmarks/ball_speed.py CHECKPOINT... [--steps 3000] [--games 4] [--greedy] [--game-mode 4] [--torch-threads 1]
 
 Each checkpoint plays `--games` games of each kind for `--steps` agent steps (4 raw frames each), with actions
-sampled from its policy as in training (`--greedy`: the most probable action). After every step the ball's
+sampled from its policy as in training (`--greedy`: the most probable action); the two-player games are of the
+cartridge's variation `--game-mode` (4, pong_v3's classic, by default; 3, the other, as `pongrl train selfplay
+--game-mode 3` plays it). After every step the ball's
 horizontal position is read from the emulator's RAM (byte 49; 0 while no ball is in play) and its displacement
 over the step divided by 4 gives its speed in pixels per raw frame. Steps where the ball is not in play on
 either side of the step, or jumps (a reset to the centre), are left out. The table gives, per kind of game,
@@ -51,6 +53,7 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=4, help="games played side by side, per kind")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--greedy", action="store_true", help="the most probable action instead of a sample")
+    parser.add_argument("--game-mode", type=int, choices=(3, 4), default=4, help="the two-player variation")
     parser.add_argument("--torch-threads", type=int, default=1)
     args = parser.parse_args()
 
@@ -71,11 +74,11 @@ def main() -> int:
         def act(obs):
             return agent.act(obs) if args.greedy else agent.sample(obs, rng)
 
-        self_play = FastSelfPlayEnv(args.games, args.seed)
+        self_play = FastSelfPlayEnv(args.games, args.seed, mode=args.game_mode)
         against_ai = GameVectorEnv(args.games, args.seed, agent.obs_profile)
         try:
             games = (
-                ("against itself (two-player, `first_0` on the right)",
+                (f"against itself (two-player variation {args.game_mode}, `first_0` on the right)",
                  lambda: [ale.getRAM() for ale in self_play.games.ales], lambda a: self_play.step(a)[0], self_play.reset()),
                 ("against the built-in AI (single-player, agent on the right)",
                  lambda: [game.ale.getRAM() for game in against_ai.games], lambda a: against_ai.step(a)[0], against_ai.reset()),
