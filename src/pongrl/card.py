@@ -98,7 +98,9 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
 
 def _readme(metadata, algo, config, network, step, obs_profile, summary, scores, games, seed, source, video, sample) -> str:
     kind = {"dqn": "a DQN agent", "ppo": "a PPO agent trained against the built-in AI",
-            "selfplay": "a PPO agent trained in self-play on two-player Pong (PettingZoo pong_v3)"}.get(algo, algo)
+            "selfplay": "a PPO agent trained in self-play on two-player Pong (PettingZoo pong_v3"
+                        + (")" if config.get("game_mode", 4) == 4 else f", on the cartridge's variation {config['game_mode']})")
+            }.get(algo, algo)
     profile = ("the self-play card's view: blue channel, 84x84, 4 frames channel-last, score rows blanked"
                if obs_profile == "seed" else "grayscale 84x84, 4 frames stacked channel-first (the DQN protocol)")
     settings = "\n".join(f"| {key} | {value} |" for key, value in config.items() if key not in ("track", "wandb_project"))
