@@ -54,8 +54,9 @@ SCORE_ROWS = 9  # rows 0..8 of the 84x84 image show the score; the seed blanks t
 MAX_CYCLES = 100_000  # pong_v3's default; counts raw emulator frames, not agent steps
 CLASSIC_MODE = 4  # pong_v3's "classic" two-player game (its default game_version)
 # The other two-player Pong variation is 3 (multi_agent_ale_py numbers the cartridge's games 1..50; 1
-# and 2 are the one-player games). Measured with benchmarks/ball_speed.py: in 4 the ball never flies
-# faster than 2 px/frame horizontally, in 3 and in the single-player game it reaches 3-4 px/frame.
+# and 2 are the one-player games). Measured with benchmarks/ball_speed.py: in 4 the ball almost never
+# (0.2% of steps) flies faster than 2 px/frame horizontally; in 3 and in the single-player game it
+# reaches 3-4 px/frame in about 4% of them.
 SCREEN_HEIGHT, SCREEN_WIDTH = 210, 160
 # RAM bytes holding the displayed scores (checked: 14 counts first_0's points, 13 second_0's).
 # A game ends when one of them reaches 21.
@@ -339,7 +340,7 @@ class _Games:
     """`num_games` two-player Pong emulators with the seed's preprocessing, in this process.
 
     Reproduces pettingzoo/atari/base_atari_env.py + the SuperSuit chain:
-    - set-up: repeat_action_probability 0, load the ROM, mode 4 ("classic" two players); a seed
+    - set-up: repeat_action_probability 0, load the ROM, mode 4 ("classic" two players; or `mode`); a seed
       sets random_seed, reloads the ROM and sets the mode again, then reset_game;
     - each raw frame acts with both players' actions mapped through the minimal action set;
       the frame counter (reset with the game) truncates at `max_cycles` raw frames; game_over()
