@@ -9,9 +9,9 @@ cartridge's variation `--game-mode` (4, pong_v3's classic, by default; 3, the ot
 --game-mode 3` plays it). After every step the ball's
 horizontal position is read from the emulator's RAM (byte 49; 0 while no ball is in play) and its displacement
 over the step divided by 4 gives its speed in pixels per raw frame. Steps where the ball is not in play on
-either side of the step, or jumps (a reset to the centre), are left out. The table gives, per kind of game,
-the share of in-flight steps at each speed, split by direction: towards the right paddle (the checkpoint's own,
-`first_0` in self-play; the built-in AI's shots in the single-player game) and towards the left.
+either side of the step, stands still, or jumps (a reset to the centre), are left out. The table gives, per
+kind of game, the share of in-flight steps at each speed, and which share of the fast ones (3-4 px/frame) fly
+towards the left paddle: in the single-player game, the shots off the checkpoint's own (right) paddle.
 
 Why: a self-play policy learns from the balls its own play produces. If the game it is evaluated in produces
 balls it never met in training, that is one reason what it learns against itself does not carry over.
@@ -24,6 +24,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+from pongrl.config import CHOICES  # noqa: E402
+from pongrl.envs.two_player import CLASSIC_MODE  # noqa: E402
+from pongrl.errors import PongrlError  # noqa: E402
 
 RAM_BALL_X = 49  # the ball's horizontal position (0 while none is in play)
 FRAMES_PER_STEP = 4
@@ -31,7 +34,7 @@ MAX_FLIGHT_STEP = 20  # pixels in one step; more is a reset, not flight
 
 
 def tally(read_rams, step, obs, steps: int, sample) -> collections.Counter:
-    """Counter of (direction, speed in px per frame) over `steps` steps of a vector env."""
+    """Counter of (direction "left" or "right", speed in px per frame) over `steps` steps of a vector env."""
     counts: collections.Counter = collections.Counter()
     previous = [int(ram[RAM_BALL_X]) for ram in read_rams()]
     for _ in range(steps):
@@ -39,9 +42,9 @@ def tally(read_rams, step, obs, steps: int, sample) -> collections.Counter:
         current = [int(ram[RAM_BALL_X]) for ram in read_rams()]
         for before, after in zip(previous, current):
             moved = after - before
-            if before and after and abs(moved) < MAX_FLIGHT_STEP:
-                direction = "right" if moved > 0 else "left" if moved < 0 else "still"
-                counts[direction, round(abs(moved) / FRAMES_PER_STEP)] += 1
+            speed = round(abs(moved) / FRAMES_PER_STEP)
+            if before and after and speed and abs(moved) < MAX_FLIGHT_STEP:
+                counts["right" if moved > 0 else "left", speed] += 1
         previous = current
     return counts
 
@@ -53,7 +56,8 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=4, help="games played side by side, per kind")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--greedy", action="store_true", help="the most probable action instead of a sample")
-    parser.add_argument("--game-mode", type=int, choices=(3, 4), default=4, help="the two-player variation")
+    parser.add_argument("--game-mode", type=int, choices=CHOICES["game_mode"], default=CLASSIC_MODE,
+                        help="the two-player variation")
     parser.add_argument("--torch-threads", type=int, default=1)
     args = parser.parse_args()
 
@@ -64,11 +68,14 @@ def main() -> int:
     from pongrl.envs.two_player import FastSelfPlayEnv
 
     torch.set_num_threads(args.torch_threads)
+    try:  # every checkpoint loads before any game is played, so a bad path costs nothing
+        agents = [(path, load_agent(path)) for path in args.checkpoints]
+    except PongrlError as error:
+        sys.exit(f"ball_speed.py: {error}")
     speeds = (1, 2, 3, 4)
     print(f"| checkpoint | game | in-flight steps | " + " | ".join(f"{s} px/frame" for s in speeds) + " | of it towards the left paddle, 3-4 px/frame |")
     print("|---|---|---:|" + "---:|" * len(speeds) + "---:|")
-    for path in args.checkpoints:
-        agent = load_agent(path)
+    for path, agent in agents:
         rng = np.random.default_rng(args.seed)
 
         def act(obs):
@@ -85,7 +92,7 @@ def main() -> int:
             )
             for label, read_rams, step, obs in games:
                 counts = tally(read_rams, step, obs, args.steps, act)
-                moving = sum(n for (direction, speed), n in counts.items() if speed > 0)
+                moving = sum(counts.values())
                 shares = [sum(n for (_, s), n in counts.items() if s == speed) / moving for speed in speeds]
                 fast_left = sum(n for (d, s), n in counts.items() if d == "left" and s >= 3)
                 fast = sum(n for (_, s), n in counts.items() if s >= 3)

@@ -105,6 +105,7 @@ def test_the_other_two_player_variation_matches_the_seed_chain_and_is_another_ga
     for step in range(300):
         actions = random_actions(rng, step)
         differed |= not np.array_equal(variation_3.step(actions)[0], classic.step(actions)[0])
+    variation_3.close(), classic.close()
     assert differed
 
 

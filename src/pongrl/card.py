@@ -16,6 +16,7 @@ import yaml
 from pongrl.agent import SAMPLE_EPSILON_Q, playing_weights
 from pongrl.arena import load_player, play_match, summarize_match
 from pongrl.checkpoint import load_checkpoint, resolve, write_torch_file
+from pongrl.envs.two_player import CLASSIC_MODE
 from pongrl.errors import PongrlError
 from pongrl.nets import torso_kind
 
@@ -97,10 +98,10 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
 
 
 def _readme(metadata, algo, config, network, step, obs_profile, summary, scores, games, seed, source, video, sample) -> str:
+    game_mode = config.get("game_mode", CLASSIC_MODE)  # runs from before --game-mode played the classic game
+    game = "PettingZoo pong_v3" + ("" if game_mode == CLASSIC_MODE else f", on the cartridge's variation {game_mode}")
     kind = {"dqn": "a DQN agent", "ppo": "a PPO agent trained against the built-in AI",
-            "selfplay": "a PPO agent trained in self-play on two-player Pong (PettingZoo pong_v3"
-                        + (")" if config.get("game_mode", 4) == 4 else f", on the cartridge's variation {config['game_mode']})")
-            }.get(algo, algo)
+            "selfplay": f"a PPO agent trained in self-play on two-player Pong ({game})"}.get(algo, algo)
     profile = ("the self-play card's view: blue channel, 84x84, 4 frames channel-last, score rows blanked"
                if obs_profile == "seed" else "grayscale 84x84, 4 frames stacked channel-first (the DQN protocol)")
     settings = "\n".join(f"| {key} | {value} |" for key, value in config.items() if key not in ("track", "wandb_project"))

@@ -168,7 +168,7 @@ class PPOConfig:
     env: str = "fast"
     obs: str = "standard"
     max_cycles: int = 100_000
-    game_mode: int = 4
+    game_mode: int = 4  # envs.two_player.CLASSIC_MODE: pong_v3's classic game, the seed's (config stays free of env imports)
     num_checkpoints: int = 10
     log_every: int = 10_000
     eval_every: int = 200_000
