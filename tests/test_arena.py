@@ -373,3 +373,57 @@ def test_duel_with_the_serve_assist(ppo_run, capsys):
     result = json.loads(out)
     assert result["serve_assist"] is True
     assert result["first_serve_penalties"] == result["second_serve_penalties"] == 0
+
+
+@pytest.mark.parametrize("mode", [3, 4])
+def test_match_game_is_the_self_play_game_in_either_variation(mode):
+    """Both players seeing the card's profile, a match game is the self-play env's game, frame for frame."""
+    from pongrl.envs.two_player import FastSelfPlayEnv
+
+    env, game = FastSelfPlayEnv(1, 0, mode=mode), MatchGame(("seed", "seed"), mode=mode)
+    try:
+        obs = env.reset(seed=0)
+        game.reset(0)
+        rng = np.random.default_rng(1)
+        for step in range(401):
+            assert np.array_equal(obs[0], game.observation(RIGHT)), step
+            assert np.array_equal(obs[1], game.observation(LEFT)), step
+            actions = rng.integers(0, 6, 2)
+            obs, *_ = env.step(actions)
+            game.step(int(actions[0]), int(actions[1]))
+        assert sum(game.points) > 0  # the steps went through scored points
+    finally:
+        env.close()
+        game.close()
+
+
+def test_the_two_player_variation_changes_the_game_and_its_league_key():
+    from pongrl.league import match_key
+
+    def points(mode):
+        game = MatchGame(("seed", "seed"), mode=mode)
+        game.reset(0)
+        rng = np.random.default_rng(1)
+        for _ in range(400):
+            game.step(*(int(a) for a in rng.integers(0, 6, 2)))
+        game.close()
+        return game.points
+
+    assert points(3) != points(4)  # the same actions, another game
+    classic = match_key("a", "b", 0, 2, False, 800)
+    assert match_key("a", "b", 0, 2, False, 800, game_mode=4) == classic  # keys cached before the flag stay valid
+    assert match_key("a", "b", 0, 2, False, 800, game_mode=3) != classic
+    assert match_key("a", "builtin", 0, 2, False, 800, game_mode=3) == match_key("a", "builtin", 0, 2, False, 800)
+
+
+def test_game_mode_in_a_duel_and_refused_against_the_built_in_ai(ppo_run, capsys):
+    code, out, err = run(["duel", checkpoint(ppo_run, 256), checkpoint(ppo_run, 512), "--games", "2", "--max-frames",
+                          "400", "--game-mode", "3", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["game_mode"] == 3
+    for args in (["eval", ppo_run, "--game-mode", "3"], ["duel", ppo_run, "builtin", "--game-mode", "3"],
+                 ["video", ppo_run, "--game-mode", "3", "--frames", "10"]):
+        code, out, err = run(args, capsys)
+        assert code == 1 and "between two agents" in err and len(err.strip().splitlines()) == 1, (args, err)
+    code, out, err = run(["duel", ppo_run, ppo_run, "--game-mode", "5"], capsys)
+    assert code == 2 and "invalid choice" in err

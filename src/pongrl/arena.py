@@ -22,7 +22,7 @@ import numpy as np
 
 from pongrl.agent import Agent, load_agent
 from pongrl.checkpoint import resolve, run_name
-from pongrl.envs.match import DEFAULT_MAX_FRAMES, LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
+from pongrl.envs.match import CLASSIC_MODE, DEFAULT_MAX_FRAMES, LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
 from pongrl.errors import PongrlError
 from pongrl.evaluate import play_games
 
@@ -71,18 +71,20 @@ def load_player(spec: str) -> Player:
 
 def play_match(first: Player, second: Player, games: int, seed: int, sample: bool | tuple[bool, bool] = False,
                max_frames: int = DEFAULT_MAX_FRAMES, serve_assist: bool = False,
-               sticky_actions: float = 0.0) -> list[dict]:
+               sticky_actions: float = 0.0, game_mode: int = CLASSIC_MODE) -> list[dict]:
     """Play `games` games; one dict per game, scored for `first`. `sample` (both players, or a pair for
     first and second) draws actions from the policies instead of playing greedily. `serve_assist`
     serves for agents that never learned to (two-agent games only; see pongrl.envs.match).
     `sticky_actions` (games against the built-in AI only) is the emulator's probability of repeating
-    the previous action on a frame."""
+    the previous action on a frame. `game_mode` (two-agent games only) is the cartridge's two-player
+    variation, 3 or 4 (pong_v3's classic)."""
     samples = (sample, sample) if isinstance(sample, bool) else tuple(sample)
     if games <= 0:
         raise PongrlError(f"the number of games must be positive, got {games}")
     if first.is_builtin and second.is_builtin:
         raise PongrlError("the built-in AI cannot play against itself: name at least one agent")
     if first.is_builtin or second.is_builtin:
+        refuse_game_mode_against_builtin(game_mode)
         agent_first = not first.is_builtin
         agent = (first if agent_first else second).agent
         actor = _actor(agent, seed, 1, samples[0] if agent_first else samples[1])
@@ -90,7 +92,13 @@ def play_match(first: Player, second: Player, games: int, seed: int, sample: boo
                 for game in play_games(actor, games, seed, agent.obs_profile, sticky_actions=sticky_actions)]
     if sticky_actions:
         raise PongrlError("sticky actions apply to games against the built-in AI only, not between two agents")
-    return _play_agents(first.agent, second.agent, games, seed, samples, max_frames, serve_assist)
+    return _play_agents(first.agent, second.agent, games, seed, samples, max_frames, serve_assist, game_mode)
+
+
+def refuse_game_mode_against_builtin(game_mode: int) -> None:
+    if game_mode != CLASSIC_MODE:
+        raise PongrlError("--game-mode sets the variation of games between two agents; against the built-in AI "
+                          "the game is the single-player one")
 
 
 def _actor(agent: Agent, seed: int, stream: int, sample: bool):
@@ -116,7 +124,7 @@ def _game_record(first_side: str, first_points: int, second_points: int, cut: bo
 
 
 def _play_agents(first: Agent, second: Agent, games: int, seed: int, samples: tuple[bool, bool],
-                 max_frames: int, serve_assist: bool) -> list[dict]:
+                 max_frames: int, serve_assist: bool, game_mode: int) -> list[dict]:
     """Games 2k and 2k+1 share a start (a number of no-op frames drawn from `seed`); the first
     player takes the right paddle in even games and the left one in odd games."""
     starts = np.random.default_rng([seed, 0]).integers(0, MAX_START_NOOP_FRAMES, size=(games + 1) // 2)
@@ -131,7 +139,7 @@ def _play_agents(first: Agent, second: Agent, games: int, seed: int, samples: tu
         matches = []
         for (start, first_right), side in zip(chunk, sides):
             game = MatchGame((profiles[0], profiles[1]) if first_right else (profiles[1], profiles[0]), max_frames,
-                             serve_assist=serve_assist)
+                             serve_assist=serve_assist, mode=game_mode)
             game.reset(start)
             matches.append(game)
         lengths = [0] * len(chunk)

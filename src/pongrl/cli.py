@@ -99,6 +99,8 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only:
 # pong_v3's max_cycles: raw frames after which a two-agent game is cut (pongrl.envs.match.DEFAULT_MAX_FRAMES,
 # not imported here so that `--help` does not load the emulators).
 MAX_FRAMES = 100_000
+# pong_v3's classic two-player game (pongrl.envs.two_player.CLASSIC_MODE; from config for the same reason).
+CLASSIC_GAME_MODE = config_module.PPOConfig().game_mode
 # What `pongrl resume` may change besides the step count: where the run runs and how it reports.
 RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
 # What `pongrl branch` may change: any setting but the algorithm, the preset it started from and the step count.
@@ -112,17 +114,22 @@ POOL_SHAPE = {"num_envs", "opponent_pool", "pool_size"}
 
 
 def _add_two_agent_flags(parser: argparse.ArgumentParser) -> None:
-    """The rules of a game between two agents: the frame cap and the serve assist."""
+    """The rules of a game between two agents: the frame cap, the serve assist and the game variation."""
     parser.add_argument("--max-frames", type=_positive_int, default=MAX_FRAMES,
                         help=f"raw frames after which a two-agent game is cut and counted a draw (default {MAX_FRAMES})")
     _add_serve_assist(parser)
 
 
 def _add_serve_assist(parser: argparse.ArgumentParser) -> None:
+    """The serve assist and the game variation: both rule games between two agents only."""
     parser.add_argument("--serve-assist", action="store_true",
                         help="two-agent games: press FIRE for both players while the ball is out of play, so that "
                              "agents trained against the built-in AI (which never serve) do not stall the game; "
                              "no effect against the built-in AI, whose game serves by itself")
+    parser.add_argument("--game-mode", type=_int, choices=config_module.CHOICES["game_mode"],
+                        default=CLASSIC_GAME_MODE,
+                        help="two-agent games: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the "
+                             "default) or 3 (fast balls, as in the single-player game; `train selfplay --game-mode 3`)")
 
 
 def _add_match_flags(parser: argparse.ArgumentParser) -> None:
@@ -389,6 +396,9 @@ def cmd_eval(args) -> int:
         if clash:
             raise PongrlError(f"--every-start plays greedy games against the built-in AI, one per start; "
                               f"it does not take {', '.join(clash)}")
+    if against_builtin:
+        from pongrl.arena import refuse_game_mode_against_builtin
+        refuse_game_mode_against_builtin(args.game_mode)
     episodes = args.episodes or 10
     if not against_builtin or args.sample:
         args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, episodes, MAX_FRAMES
@@ -427,13 +437,13 @@ def cmd_duel(args) -> int:
     first, second = load_player(args.first), load_player(args.second)
     sample = SAMPLE_CHOICES[args.sample] if isinstance(args.sample, str) else (args.sample, args.sample)
     games = play_match(first, second, args.games, args.seed, sample, args.max_frames, args.serve_assist,
-                       args.sticky_actions)
+                       args.sticky_actions, args.game_mode)
     summary = summarize_match(games)
     if args.json:
         print(json.dumps({"first": first.name, "second": second.name, "first_env_step": first.env_step,
                           "second_env_step": second.env_step, "seed": args.seed, "sample": list(sample),
                           "serve_assist": args.serve_assist, "sticky_actions": args.sticky_actions,
-                          **summary, "per_game": games}))
+                          "game_mode": args.game_mode, **summary, "per_game": games}))
         return 0
     for index, game in enumerate(games, 1):
         print(f"game {index:3d}: {first.name} ({game['first_side']}) {game['first_points']:2d}-{game['second_points']:2d} "
@@ -445,7 +455,8 @@ def cmd_duel(args) -> int:
           f"win rate {summary['win_rate']:.2f} (95% interval {low:.2f}..{high:.2f}, draws count half); "
           f"mean point difference {summary['mean_point_difference']:+.2f} +- {summary['point_difference_stderr']:.2f} (s.e.); "
           f"serve penalties {summary['first_serve_penalties']}-{summary['second_serve_penalties']}"
-          + (f"; sticky actions {args.sticky_actions:g}" if args.sticky_actions else ""))
+          + (f"; sticky actions {args.sticky_actions:g}" if args.sticky_actions else "")
+          + (f"; game variation {args.game_mode}" if args.game_mode != CLASSIC_GAME_MODE else ""))
     return 0
 
 
@@ -462,7 +473,8 @@ def cmd_league(args) -> int:
         out = os.path.join(runs[0], "league")
     pairs = league.schedule(entrants, args.schedule)
     records = league.play_league(entrants, pairs, out, args.games_per_pair, args.seed, args.sample, args.max_frames,
-                                 args.workers, show_progress=sys.stderr.isatty(), serve_assist=args.serve_assist)
+                                 args.workers, show_progress=sys.stderr.isatty(), serve_assist=args.serve_assist,
+                                 game_mode=args.game_mode)
     rows = league.ratings_table(entrants, records)
     csv_path, md_path = league.write_tables(rows, out)
     png = os.path.join(out, "ratings.png")
@@ -539,7 +551,7 @@ def cmd_video(args) -> int:
         out = os.path.join(run_dir, "videos", os.path.basename(player.path).rsplit(".", 1)[0] + suffix + ".mp4")
     games = args.games or (1_000_000 if args.frames else 1)
     summary = record_video(player, opponent, out, games, args.frames, args.seed, args.sample, args.epsilon, args.scale,
-                           args.serve_assist)
+                           args.serve_assist, args.game_mode)
     scores = ", ".join(f"{g['first_points']}-{g['second_points']}" for g in summary["games"])
     print(f"{out}: {summary['frames']} frames, {player.name} vs {opponent.name}: {scores}")
     return 0

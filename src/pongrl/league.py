@@ -10,7 +10,7 @@ Gaussian prior (choix's `alpha`) keeps ratings finite when one player won every 
 The built-in AI, when included, is the anchor at rating 0; otherwise the ratings average 0.
 
 Matches are cached in `OUT/matches.jsonl` by (the two checkpoints' SHA-256, seed, games, sampling,
-frame cap): adding checkpoints plays only the new pairs, and an interrupted league keeps every
+frame cap, serve assist, two-player game variation): adding checkpoints plays only the new pairs, and an interrupted league keeps every
 finished match (each is appended and flushed as it finishes).
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from pongrl.arena import BUILTIN, Player, load_player, play_match, summarize_match
+from pongrl.envs.match import CLASSIC_MODE
 from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_name
 from pongrl.errors import PongrlError
 
@@ -98,9 +99,16 @@ def schedule(entrants: list[Entrant], mode: str) -> list[tuple[int, int]]:
 
 
 def match_key(first: str, second: str, seed: int, games: int, sample: bool, max_frames: int,
-              serve_assist: bool = False) -> str:
+              serve_assist: bool = False, game_mode: int = CLASSIC_MODE) -> str:
+    # Settings at their old defaults add nothing, so keys cached before those settings existed stay valid.
     key = f"{first}|{second}|seed={seed}|games={games}|sample={int(sample)}|max_frames={max_frames}"
-    return key + "|serve_assist=1" if serve_assist else key  # keys cached before the assist existed stay valid
+    key += "|serve_assist=1" if serve_assist else ""
+    return key + (f"|game_mode={game_mode}" if _mode_for(first, second, game_mode) != CLASSIC_MODE else "")
+
+
+def _mode_for(first: str, second: str, game_mode: int) -> int:
+    """The two-player variation a pair plays: a game against the built-in AI is the single-player one."""
+    return CLASSIC_MODE if BUILTIN in (first, second) else game_mode
 
 
 def read_cache(path: str) -> dict[str, dict]:
@@ -127,24 +135,26 @@ def _init_worker() -> None:
 
 
 def _play_pair(first_path: str, second_path: str, games: int, seed: int, sample: bool, max_frames: int,
-               serve_assist: bool) -> list[dict]:
+               serve_assist: bool, game_mode: int) -> list[dict]:
     players = []
     for path in (first_path, second_path):
         if path not in _WORKER_PLAYERS:
             _WORKER_PLAYERS[path] = load_player(path)
         players.append(_WORKER_PLAYERS[path])
-    return play_match(players[0], players[1], games, seed, sample, max_frames, serve_assist)
+    mode = _mode_for(players[0].sha256, players[1].sha256, game_mode)
+    return play_match(players[0], players[1], games, seed, sample, max_frames, serve_assist, game_mode=mode)
 
 
 def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: str, games: int, seed: int,
                 sample: bool, max_frames: int, workers: int, show_progress: bool = True,
-                serve_assist: bool = False) -> list[dict]:
-    """Play the pairs not in the cache, appending each finished match; returns all the pairs' records."""
+                serve_assist: bool = False, game_mode: int = CLASSIC_MODE) -> list[dict]:
+    """Play the pairs not in the cache, appending each finished match; returns all the pairs' records.
+    Pairs of two agents play the two-player variation `game_mode`; the built-in AI, the single-player game."""
     os.makedirs(out_dir, exist_ok=True)
     cache_path = os.path.join(out_dir, "matches.jsonl")
     cache = read_cache(cache_path)
-    keys = {pair: match_key(entrants[pair[0]].key, entrants[pair[1]].key, seed, games, sample, max_frames, serve_assist)
-            for pair in pairs}
+    keys = {pair: match_key(entrants[pair[0]].key, entrants[pair[1]].key, seed, games, sample, max_frames, serve_assist,
+                            game_mode) for pair in pairs}
     todo = [pair for pair in pairs if keys[pair] not in cache]
     print(f"pongrl: league of {len(entrants)} players: {len(pairs)} pairs, {len(pairs) - len(todo)} cached, "
           f"{len(todo)} to play ({games} games each)", file=sys.stderr)
@@ -155,7 +165,7 @@ def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: 
         with open(cache_path, "a") as handle, ProcessPoolExecutor(
                 max_workers=max(1, min(workers, len(todo))), mp_context=get_context("spawn"), initializer=_init_worker) as pool:
             futures = {pool.submit(_play_pair, entrants[i].path, entrants[j].path, games, seed, sample, max_frames,
-                                   serve_assist): (i, j) for i, j in todo}
+                                   serve_assist, game_mode): (i, j) for i, j in todo}
             try:
                 for future in as_completed(futures):
                     i, j = futures[future]

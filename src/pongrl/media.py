@@ -154,16 +154,21 @@ def caption_frame(frame: np.ndarray, left: str, right: str, scale: int) -> np.nd
 
 
 def record_video(first, second, out: str, games: int = 1, max_frames: int | None = None, seed: int = 0,
-                 sample: bool = False, epsilon: float = 0.0, scale: int = 2, serve_assist: bool = False) -> dict:
+                 sample: bool = False, epsilon: float = 0.0, scale: int = 2, serve_assist: bool = False,
+                 game_mode: int | None = None) -> dict:
     """Record `games` whole games (or stop at `max_frames` emulator frames) between two arena
     players (pongrl.arena.Player; `second` may be the built-in AI), in full colour with the score and
     both names shown. Against the built-in AI the agent plays the right paddle; between two agents
-    the first takes the right paddle in odd-numbered games and the left in even ones."""
-    from pongrl.arena import BUILTIN
-    from pongrl.envs.match import MAX_START_NOOP_FRAMES, RIGHT, LEFT, MatchGame
+    the first takes the right paddle in odd-numbered games and the left in even ones, on the
+    two-player variation `game_mode` (default pong_v3's classic)."""
+    from pongrl.arena import BUILTIN, refuse_game_mode_against_builtin
+    from pongrl.envs.match import CLASSIC_MODE, MAX_START_NOOP_FRAMES, RIGHT, LEFT, MatchGame
 
     if first.is_builtin and second.is_builtin:
         raise PongrlError("the built-in AI cannot play against itself: name at least one agent")
+    game_mode = CLASSIC_MODE if game_mode is None else game_mode
+    if first.is_builtin or second.is_builtin:
+        refuse_game_mode_against_builtin(game_mode)
     rng = np.random.default_rng(seed)
     writer = VideoWriter(out, max_frames or float("inf"))
     results = []
@@ -196,7 +201,7 @@ def record_video(first, second, out: str, games: int = 1, max_frames: int | None
             first_right = game_index % 2 == 0
             right, left = (first, second) if first_right else (second, first)
             game = MatchGame((right.agent.obs_profile, left.agent.obs_profile), record_colour=True,
-                             serve_assist=serve_assist)
+                             serve_assist=serve_assist, mode=game_mode)
             game.reset(int(rng.integers(0, MAX_START_NOOP_FRAMES)))
             names = (left.name, right.name)
             for frame in game.colour_frames:

@@ -1,9 +1,10 @@
 """Two-player Pong for matches between two trained agents, each seeing its own observation profile.
 
 The emulator is the one under PettingZoo's `pong_v3` (multi_agent_ale_py, two-player "classic"
-mode): `first_0` moves the right paddle, the built-in AI's opponent side in single-player Pong,
-`second_0` the left one. Every agent was trained on the right paddle, so the player on the left sees
-its observations mirrored left-right (as the self-play card does for `second_0`):
+mode, or the cartridge's variation 3 on request): `first_0` moves the right paddle, the built-in
+AI's opponent side in single-player Pong, `second_0` the left one. Every agent was trained on the
+right paddle, so the player on the left sees its observations mirrored left-right (as the self-play
+card does for `second_0`):
 
 - "standard" (the DQN protocol): ALE grayscale, max over the step's last two frames, 84x84 by area
   interpolation, 4 frames stacked channel-first (older slots zero after a reset), score visible;
@@ -78,10 +79,11 @@ VIEWS = {"standard": _StandardView, "seed": _SeedView}
 
 
 class MatchGame:
-    """One two-player game; `profiles` names what the right and the left player see."""
+    """One two-player game; `profiles` names what the right and the left player see, `mode` is the
+    cartridge's two-player Pong variation (pong_v3's classic, 4, or 3)."""
 
     def __init__(self, profiles: tuple[str, str], max_frames: int = DEFAULT_MAX_FRAMES, record_colour: bool = False,
-                 serve_assist: bool = False):
+                 serve_assist: bool = False, mode: int = CLASSIC_MODE):
         import multi_agent_ale_py
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
@@ -90,7 +92,7 @@ class MatchGame:
         self.ale = multi_agent_ale_py.ALEInterface()
         self.ale.setFloat(b"repeat_action_probability", 0.0)
         self.ale.loadROM(pong_rom_path())
-        self.ale.setMode(CLASSIC_MODE)
+        self.ale.setMode(mode)
         self.lib, self.obj = ale_lib, self.ale.obj  # direct ctypes calls skip the wrapper's allocations
         self.action_map = self.ale.getMinimalActionSet().astype(np.intc)
         assert len(self.action_map) == NUM_ACTIONS
