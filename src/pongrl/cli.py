@@ -117,11 +117,12 @@ def _add_two_agent_flags(parser: argparse.ArgumentParser) -> None:
     """The rules of a game between two agents: the frame cap, the serve assist and the game variation."""
     parser.add_argument("--max-frames", type=_positive_int, default=MAX_FRAMES,
                         help=f"raw frames after which a two-agent game is cut and counted a draw (default {MAX_FRAMES})")
-    _add_serve_assist(parser)
+    _add_two_agent_rules(parser)
 
 
-def _add_serve_assist(parser: argparse.ArgumentParser) -> None:
-    """The serve assist and the game variation: both rule games between two agents only."""
+def _add_two_agent_rules(parser: argparse.ArgumentParser) -> None:
+    """The serve assist and the game variation, which rule games between two agents only (eval and video
+    take them for their duels)."""
     parser.add_argument("--serve-assist", action="store_true",
                         help="two-agent games: press FIRE for both players while the ball is out of play, so that "
                              "agents trained against the built-in AI (which never serve) do not stall the game; "
@@ -201,7 +202,7 @@ def build_parser() -> Parser:
                           help="greedy play, one game from each of the protocol's 31 starts (0-30 no-op frames): "
                                "the emulator is deterministic, so their mean is the exact expected score")
     _add_sticky_actions(evaluate)
-    _add_serve_assist(evaluate)
+    _add_two_agent_rules(evaluate)
     _add_torch_threads(evaluate)
 
     duel = commands.add_parser("duel", help="a match between two players (checkpoints, seed state_dicts or builtin)")
@@ -260,7 +261,7 @@ def build_parser() -> Parser:
     video.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
     video.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
     video.add_argument("--sample", action="store_true", help="sample actions from the policies instead of greedy")
-    _add_serve_assist(video)
+    _add_two_agent_rules(video)
     _add_torch_threads(video)
     return parser
 
