@@ -10,8 +10,8 @@ Gaussian prior (choix's `alpha`) keeps ratings finite when one player won every 
 The built-in AI, when included, is the anchor at rating 0; otherwise the ratings average 0.
 
 Matches are cached in `OUT/matches.jsonl` by (the two checkpoints' SHA-256, seed, games, sampling,
-frame cap, serve assist, two-player game variation): adding checkpoints plays only the new pairs, and an interrupted league keeps every
-finished match (each is appended and flushed as it finishes).
+frame cap, serve assist, two-player game variation): adding checkpoints plays only the new pairs,
+and an interrupted league keeps every finished match (each is appended and flushed as it finishes).
 """
 from __future__ import annotations
 
