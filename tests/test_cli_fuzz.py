@@ -57,7 +57,8 @@ def command_lines(draw):
         if action.nargs == 0:
             continue
         if action.choices:
-            argv.append(draw(st.one_of(st.sampled_from(list(action.choices)), WORDS)))
+            # A command line is text: numeric choices (--game-mode's 3 and 4) are drawn as the words a user types.
+            argv.append(draw(st.one_of(st.sampled_from([str(choice) for choice in action.choices]), WORDS)))
         elif action.dest in ("run_dir", "out", "checkpoint"):
             argv.append(draw(PATHS))
         else:
