@@ -23,7 +23,6 @@ the built-in AI the policy misses, and whether self-play ever showed it those sh
 from __future__ import annotations
 
 import argparse
-import collections
 import os
 import sys
 
@@ -151,17 +150,17 @@ def report(label: str, shots: list[dict], opponent: str) -> None:
             back = sum(s["outcome"] == "returned" for s in group)
             return f"{back}/{len(group)} ({100 * back / len(group):.0f}%)"
 
-        classes = collections.OrderedDict((
-            ("1", [s for s in mine if s["across"] == 1]),
-            ("2", [s for s in mine if s["across"] == 2]),
-            ("fast flat", [s for s in mine if s["across"] >= 3 and s["down"] < 2]),
-            ("fast steep", [s for s in mine if s["across"] >= 3 and s["down"] >= 2]),
-        ))
+        classes = (
+            [s for s in mine if s["across"] == 1],
+            [s for s in mine if s["across"] == 2],
+            [s for s in mine if s["across"] >= 3 and s["down"] < 2],  # fast flat
+            [s for s in mine if s["across"] >= 3 and s["down"] >= 2],  # fast steep
+        )
         steep = sum(s["down"] >= 2 for s in mine)
         offsets = np.array([s["paddle_offset"] for s in mine])
         low, mid, high = np.percentile(offsets, [10, 50, 90])
         print(f"| {name} | {len(mine)} | {100 * steep / len(mine):.0f}% | {share(mine)} | "
-              + " | ".join(share(group) for group in classes.values())
+              + " | ".join(share(group) for group in classes)
               + f" | {mid:+.0f} ({low:+.0f} to {high:+.0f}) |")
 
 
