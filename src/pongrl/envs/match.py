@@ -39,6 +39,7 @@ DEFAULT_MAX_FRAMES = 100_000  # pong_v3's max_cycles
 RIGHT, LEFT = 0, 1
 FIRE = 1  # in Pong's minimal action set
 BALL_HEIGHT_RAM = 54  # the ball's height; 0 while the ball is out of play
+BALL_ACROSS_RAM = 49  # the ball's horizontal position; 0 while out of play (read by benchmarks/)
 
 
 class _StandardView:
