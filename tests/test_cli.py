@@ -243,6 +243,25 @@ def test_resume_may_change_where_and_how_a_run_runs_and_nothing_else(tmp_path, c
         main(["resume", run_dir, "--extra-steps", "100", "--learning-rate", "0.1"])
 
 
+def test_resume_may_change_how_often_the_run_is_evaluated(tmp_path, capsys):
+    run_dir = str(tmp_path / "dqn")
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "200", *SMALL]) == 0  # no evaluation
+    assert main(["resume", run_dir, "--extra-steps", "200", "--eval-every", "400", "--eval-episodes", "1"]) == 0
+    with open(os.path.join(run_dir, "metrics.csv")) as handle:
+        rows = {int(r["env_step"]): r for r in csv.DictReader(handle)}
+    assert sorted(rows) == [100, 200, 300, 400]
+    assert [rows[s]["eval_mean_return"] for s in (100, 200, 300)] == ["", "", ""]
+    assert -21 <= float(rows[400]["eval_mean_return"]) <= 21
+    saved = open(os.path.join(run_dir, "config.yaml")).read()
+    assert "eval_every: 400" in saved and "eval_episodes: 1" in saved
+    # and the run resumes again under its new settings, with no flag repeated
+    assert main(["resume", run_dir, "--extra-steps", "100"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main(["resume", run_dir, "--extra-steps", "100", "--eval-episodes", "0"])
+    assert refused.value.code == 2 and "--eval-episodes: expected a positive integer" in capsys.readouterr().err
+
+
 def test_eval_every_start_plays_one_greedy_game_per_start(trained_run, capsys, monkeypatch):
     import pongrl.evaluate
 

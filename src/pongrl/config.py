@@ -233,8 +233,12 @@ PPO_PRESETS: dict[str, dict[str, Any]] = {
 CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS), "ppo": (PPOConfig, PPO_PRESETS),
                   "selfplay": (PPOConfig, SELFPLAY_PRESETS)}
 
-# Fields that a resume may change without starting a different experiment.
-RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "precision", "track", "on_disk_error"}
+# Fields that a resume may change without starting a different experiment: where it runs and how it reports.
+# The evaluation's cadence and size are reporting: it plays its own emulator with its own seeded generator and
+# touches none of the learner's state, so a long run may evaluate less often (each evaluation of a self-play
+# run stops training for minutes) or with more games.
+RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "precision", "track", "on_disk_error",
+                  "eval_every", "eval_episodes"}
 
 
 def field_types(cls) -> dict[str, type]:
