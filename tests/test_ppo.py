@@ -152,6 +152,21 @@ def test_ppo_against_the_builtin_ai_trains(tmp_path):
     assert series["train_return"] is not None and series["loss_name"] == "value loss"
 
 
+def test_evaluating_against_the_builtin_ai_changes_nothing_in_self_play_training(tmp_path):
+    """The self-play counterpart of the DQN same-seed test in test_faults.py: a run evaluated (greedy and
+    sampled) and one never evaluated learn the same, so a resume may change the evaluation's cadence."""
+    learning = []
+    for name, extra in (("plain", []), ("evaluated", ["--eval-every", "128", "--eval-episodes", "1"])):
+        run_dir = str(tmp_path / name)
+        assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY, "--seed", "5", *extra]) == 0
+        learned = rows(run_dir)
+        assert [bool(r["eval_sampled_mean_return"]) for r in learned] == ([False, False] if not extra else [True, True])
+        learning.append([{k: v for k, v in r.items()
+                          if not (k.startswith("eval_") or k.endswith("_seconds") or k == "steps_per_second")}
+                         for r in learned])
+    assert learning[0] == learning[1] and any(r["value_loss"] for r in learning[0])
+
+
 @pytest.mark.parametrize("sampled", [True, False])
 def test_training_scores_the_policy_greedy_and_sampled_against_the_builtin_ai(tmp_path, sampled):
     run_dir = str(tmp_path / "ppo")
