@@ -11,6 +11,7 @@ from pongrl.agent import PolicyAgent, load_agent
 from pongrl.algos.ppo import compute_gae, learning_rate_at, ppo_losses
 from pongrl.cli import main
 from pongrl.config import check_same_experiment, make_config, to_dict
+from pongrl.errors import PongrlError
 from pongrl.media import curve_series
 from pongrl.nets import ActorCritic, QNetwork, is_shared_torso, torso_kind
 
@@ -305,6 +306,36 @@ def test_pool_opponents_play_the_second_paddle_of_the_pool_games_only():
     actions = torch.zeros(8, dtype=torch.long)
     pool.play(torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8), actions)
     assert actions.tolist() == [0, 3, 0, 3, 0, 0, 0, 0]
+
+
+def test_greedy_pool_opponents_play_their_most_probable_action_and_sampling_ones_do_not_always():
+    from pongrl.opponents import OpponentPool
+
+    leaning = ActorCritic(6, share_network=True)  # action 2 is the most probable, but only at 1/3
+    with torch.no_grad():
+        leaning.actor.weight.zero_()
+        leaning.actor.bias.copy_(torch.where(torch.arange(6) == 2, 0.92, 0.0))
+    frames = torch.randint(0, 256, (16, 84, 84, 4), dtype=torch.uint8)
+    played = {}
+    for how in ("greedy", "sample"):
+        config = make_config("selfplay", "default", dict(num_envs=16, opponent_pool=1.0, pool_size=1, pool_play=how))
+        pool = OpponentPool(config, 8, 6, torch.device("cpu"))
+        pool.snapshot(leaning)
+        played[how] = []
+        for _ in range(20):
+            actions = torch.full((16,), 5, dtype=torch.long)
+            pool.play(frames, actions)
+            assert actions[0::2].tolist() == [5] * 8  # the learner's paddles are left alone
+            played[how] += actions[1::2].tolist()
+    assert set(played["greedy"]) == {2}
+    assert len(set(played["sample"])) == 6  # 160 draws at 1/3 and 2/15 each: every action turns up
+
+
+def test_pool_play_without_a_pool_is_refused():
+    with pytest.raises(PongrlError, match="--pool-play .* needs --opponent-pool"):
+        make_config("selfplay", "default", dict(pool_play="greedy"))
+    with pytest.raises(PongrlError, match="--pool-play must be one of sample, greedy"):
+        make_config("selfplay", "default", dict(opponent_pool=0.5, pool_play="argmax"))
 
 
 def test_the_pool_keeps_a_window_of_the_newest_snapshots_and_draws_opponents_from_it():

@@ -165,6 +165,7 @@ class PPOConfig:
     opponent_pool: float = 0.0
     pool_size: int = 8
     pool_every: int = 200_000
+    pool_play: str = "sample"
     env: str = "fast"
     obs: str = "standard"
     max_cycles: int = 100_000
@@ -202,6 +203,8 @@ FIELD_HELP.update({
     "opponent_pool": "self-play: fraction of games whose second paddle is a past snapshot of the policy (0 = plain self-play)",
     "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
     "pool_every": "self-play: agent steps between snapshots into the opponent pool",
+    "pool_play": "self-play: how the pool's opponents choose their actions, sample (as the learner does) or greedy "
+                 "(the most probable action: a sharper defender, see docs/results.md)",
     "env": "two-player env implementation: fast or reference (PettingZoo + SuperSuit)",
     "obs": "ppo only: observation profile, standard (grayscale) or seed (the self-play card's blue channel)",
     "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
@@ -268,7 +271,7 @@ STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
 UNIT_INTERVAL = {"opponent_pool", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
 CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
            "obs": ("standard", "seed"), "network": ("nature", "small"),
-           "precision": ("float32", "bfloat16"), "game_mode": (3, 4)}
+           "precision": ("float32", "bfloat16"), "game_mode": (3, 4), "pool_play": ("sample", "greedy")}
 
 
 MAX_TORCH_THREADS = 1024
@@ -298,6 +301,8 @@ def validate(config) -> None:
         if config.algo == "selfplay" and config.num_envs % 2:
             raise PongrlError(f"--num-envs counts players in self-play and must be even, got {config.num_envs}")
         learners = config.num_envs
+        if config.pool_play != "sample" and not config.opponent_pool:
+            raise PongrlError("--pool-play is how the opponent pool plays: it needs --opponent-pool")
         if config.opponent_pool:
             games = config.num_envs // 2
             if config.algo != "selfplay":

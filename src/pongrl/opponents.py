@@ -12,7 +12,10 @@ A snapshot of the policy is taken when training starts and every `--pool-every` 
 window of the last `--pool-size` (a new snapshot replaces the oldest in place, so a game that was
 playing the oldest goes on against the newest). Each pool game draws its opponent from the window,
 uniformly, when its game starts. The opponents sample their actions from their policy, as the learner
-does. The pool is part of the learner's state, so a resume continues against the same opponents.
+does, or with `--pool-play greedy` take its most probable action. Why greedy: a greedy copy of the policy
+defends like the built-in AI in the one way measured (it returns every fast flat shot, which a sampling copy
+lets through a quarter of the time), so against it the learner is paid only for shots that beat a sharp
+defender (docs/results.md). The pool is part of the learner's state, so a resume continues against the same opponents.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ class OpponentPool:
         self.next_slot = 0  # where the next snapshot goes (the oldest once the window is full)
         self.opponent = np.zeros(self.pool_games, np.int64)  # the slot each pool game plays against
         self.rng = np.random.default_rng(derived_seed(config.seed, 31))
+        self.greedy = config.pool_play == "greedy"
 
     def learner_mask(self, num_entries: int) -> np.ndarray:
         """Which batch entries the update learns from: all but the pool games' second paddles."""
@@ -58,11 +62,12 @@ class OpponentPool:
 
     @torch.inference_mode()
     def play(self, obs: torch.Tensor, actions: torch.Tensor) -> None:
-        """Overwrite the pool games' second-paddle actions with their opponents' sampled actions."""
+        """Overwrite the pool games' second-paddle actions with their opponents' actions (sampled or greedy)."""
         for slot in np.unique(self.opponent):
             entries = torch.from_numpy(2 * np.flatnonzero(self.opponent == slot) + 1)
             logits = self.slots[slot].logits(obs[entries.to(obs.device)])
-            actions[entries] = torch.distributions.Categorical(logits=logits).sample().cpu()
+            chosen = logits.argmax(dim=1) if self.greedy else torch.distributions.Categorical(logits=logits).sample()
+            actions[entries] = chosen.cpu()
 
     def state_dict(self) -> dict:
         return {"snapshots": [self.slots[i].state_dict() for i in range(self.filled)], "next_slot": self.next_slot,
