@@ -388,8 +388,9 @@ def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_
     parent_rows = rows(parent)
     start = torch.load(os.path.join(parent, "checkpoints", "step_000000000128.pt"), weights_only=True)
     assert main(["branch", parent, "--run-dir", branch, "--checkpoint", os.path.join(parent, "checkpoints", "step_000000000128.pt"),
-                 "--extra-steps", "128", "--opponent-pool", "0.5", "--pool-every", "1000"]) == 0
-    assert "opponent_pool: 0.5" in open(os.path.join(branch, "config.yaml")).read()
+                 "--extra-steps", "128", "--opponent-pool", "0.5", "--pool-every", "1000", "--pool-play", "greedy"]) == 0
+    branch_config = open(os.path.join(branch, "config.yaml")).read()
+    assert "opponent_pool: 0.5" in branch_config and "pool_play: greedy" in branch_config
     assert [int(r["env_step"]) for r in rows(branch)] == [128, 256]  # the parent's curve up to the branch point, then its own
     assert rows(branch)[0] == parent_rows[0] and rows(branch)[1] != parent_rows[1]
     end = torch.load(os.path.join(branch, "checkpoints", "step_000000000256.pt"), weights_only=True)
