@@ -295,17 +295,18 @@ def always_playing(action: int) -> ActorCritic:
     return network
 
 
-def test_pool_opponents_play_the_second_paddle_of_the_pool_games_only():
+def test_pool_opponents_play_one_paddle_of_the_pool_games_only_and_the_learner_gets_both_sides():
     from pongrl.opponents import OpponentPool
 
     config = make_config("selfplay", "default", dict(num_envs=8, opponent_pool=0.5))  # 4 games, 2 against the pool
     pool = OpponentPool(config, 4, 6, torch.device("cpu"))
     assert pool.pool_games == 2
-    assert np.flatnonzero(pool.learner_mask(8)).tolist() == [0, 2, 4, 5, 6, 7]  # the second paddles of games 0 and 1 are not learned
+    # Game 0's second paddle and game 1's first are the opponents': the learner plays right in one, left in the other.
+    assert np.flatnonzero(pool.learner_mask(8)).tolist() == [0, 3, 4, 5, 6, 7]
     pool.snapshot(always_playing(3))
     actions = torch.zeros(8, dtype=torch.long)
     pool.play(torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8), actions)
-    assert actions.tolist() == [0, 3, 0, 3, 0, 0, 0, 0]
+    assert actions.tolist() == [0, 3, 3, 0, 0, 0, 0, 0]
 
 
 def test_greedy_pool_opponents_play_their_most_probable_action_and_sampling_ones_do_not_always():
@@ -325,8 +326,9 @@ def test_greedy_pool_opponents_play_their_most_probable_action_and_sampling_ones
         for _ in range(20):
             actions = torch.full((16,), 5, dtype=torch.long)
             pool.play(frames, actions)
-            assert actions[0::2].tolist() == [5] * 8  # the learner's paddles are left alone
-            played[how] += actions[1::2].tolist()
+            learner = pool.learner_mask(16)
+            assert actions[learner].tolist() == [5] * 8  # the learner's paddles are left alone
+            played[how] += actions[~learner].tolist()
     assert set(played["greedy"]) == {2}
     assert len(set(played["sample"])) == 6  # 160 draws at 1/3 and 2/15 each: every action turns up
 
@@ -353,7 +355,8 @@ def test_the_pool_keeps_a_window_of_the_newest_snapshots_and_draws_opponents_fro
     assert drawn == {0, 1}
     actions = torch.zeros(16, dtype=torch.long)
     pool.play(torch.zeros((16, 84, 84, 4), dtype=torch.uint8), actions)
-    assert set(actions[1::2].tolist()) <= {4, 2} and set(actions[0::2].tolist()) == {0}
+    opponents = ~pool.learner_mask(16)
+    assert set(actions[opponents].tolist()) <= {4, 2} and set(actions[~opponents].tolist()) == {0}
     pool.opponent[:] = 0
     pool.games_ended(np.zeros(8, bool))  # no game ended: nobody changes opponent
     assert pool.opponent.tolist() == [0] * 8

@@ -6,8 +6,14 @@ used to be: in pongrl's second self-play run, checkpoints that beat the built-in
 to play part of the games against frozen snapshots of the policy from earlier in the run (Unity
 ML-Agents' snapshot self-play, OpenAI Five's past opponents).
 
-Here the first round(F x games) games are pool games: their second paddle (`second_0`) is played by a
-snapshot, and only their first paddle's steps enter the update; the other games are self-play as before.
+Here the first round(F x games) games are pool games: one paddle is played by a snapshot and only the
+other's steps enter the update; the other games are self-play as before. The learner takes the first paddle
+(`first_0`, the right one) in even pool games and the second in odd ones. Why both: one policy plays both
+paddles, the second through a mirrored image that is not quite the first's, and a learner trained on the
+right paddle alone let its left-paddle play decay, so that its snapshots (the opponents) got weaker by the
+hour: a branch with every game a pool game went from +1.6 (plain self-play's right-paddle edge in variation 3)
+to +8 points a game against 20k-step-old snapshots within 550k agent steps (docs/results.md). Runs saved
+before this change had the learner on the first paddle of every pool game.
 A snapshot of the policy is taken when training starts and every `--pool-every` agent steps, into a
 window of the last `--pool-size` (a new snapshot replaces the oldest in place, so a game that was
 playing the oldest goes on against the newest). Each pool game draws its opponent from the window,
@@ -37,11 +43,14 @@ class OpponentPool:
         self.opponent = np.zeros(self.pool_games, np.int64)  # the slot each pool game plays against
         self.rng = np.random.default_rng(derived_seed(config.seed, 31))
         self.greedy = config.pool_play == "greedy"
+        # The batch entry each pool game's opponent plays: entry 2g is game g's first paddle, 2g + 1 its second.
+        games = np.arange(self.pool_games)
+        self.opponent_entries = 2 * games + (games % 2 == 0)
 
     def learner_mask(self, num_entries: int) -> np.ndarray:
-        """Which batch entries the update learns from: all but the pool games' second paddles."""
+        """Which batch entries the update learns from: all but the pool opponents' paddles."""
         learner = np.ones(num_entries, bool)
-        learner[1:2 * self.pool_games:2] = False
+        learner[self.opponent_entries] = False
         return learner
 
     def restart(self, agent: ActorCritic) -> None:
@@ -62,9 +71,9 @@ class OpponentPool:
 
     @torch.inference_mode()
     def play(self, obs: torch.Tensor, actions: torch.Tensor) -> None:
-        """Overwrite the pool games' second-paddle actions with their opponents' actions (sampled or greedy)."""
+        """Overwrite the pool opponents' actions with their own (sampled or greedy)."""
         for slot in np.unique(self.opponent):
-            entries = torch.from_numpy(2 * np.flatnonzero(self.opponent == slot) + 1)
+            entries = torch.from_numpy(self.opponent_entries[self.opponent == slot])
             logits = self.slots[slot].logits(obs[entries.to(obs.device)])
             chosen = logits.argmax(dim=1) if self.greedy else torch.distributions.Categorical(logits=logits).sample()
             actions[entries] = chosen.cpu()
