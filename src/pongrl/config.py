@@ -200,7 +200,7 @@ FIELD_HELP.update({
     "target_kl": "stop the epochs of an update when the approximate KL passes this (0 = never)",
     "share_network": "the critic reuses the actor's torso (one CNN instead of two)",
     "end_gae_at_point": "end the GAE episode at every scored point, as the seed's script does (done or reward != 0)",
-    "opponent_pool": "self-play: fraction of games whose second paddle is a past snapshot of the policy (0 = plain self-play)",
+    "opponent_pool": "self-play: fraction of games in which a past snapshot of the policy plays one paddle (0 = plain self-play)",
     "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
     "pool_every": "self-play: agent steps between snapshots into the opponent pool",
     "pool_play": "self-play: how the pool's opponents choose their actions, sample (as the learner does) or greedy "

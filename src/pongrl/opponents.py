@@ -21,7 +21,8 @@ uniformly, when its game starts. The opponents sample their actions from their p
 does, or with `--pool-play greedy` take its most probable action. Why greedy: a greedy copy of the policy
 defends like the built-in AI in the one way measured (it returns every fast flat shot, which a sampling copy
 lets through a quarter of the time), so against it the learner is paid only for shots that beat a sharp
-defender (docs/results.md). The pool is part of the learner's state, so a resume continues against the same opponents.
+defender (docs/results.md). The pool is part of the learner's state, so a resume continues against the same
+opponents.
 """
 from __future__ import annotations
 
