@@ -135,3 +135,33 @@ def test_resume_removes_the_partial_files_a_killed_write_left(small_run, tmp_pat
     code, _, err = run(["resume", copy, "--extra-steps", "100"], capsys)
     assert code == 0, err
     assert not os.path.exists(partial) and "removed 1 partial file" in err
+
+
+def test_a_run_directory_deleted_mid_run_gives_one_line_not_the_writer_threads_traceback(tmp_path, monkeypatch, capsys):
+    import shutil
+    import threading
+    import time
+
+    from pongrl.config import make_config
+    from pongrl.run import TensorBoard
+
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)  # the board installs its own; undo it after
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    board = TensorBoard(str(run_dir), make_config("dqn", "default", {}), purge_step=None)
+    board.scalars({"charts/episodic_return": -21.0}, 1)
+    board.writer.flush()
+    shutil.rmtree(run_dir)
+    board.scalars({"charts/episodic_return": -20.0}, 2)
+    with pytest.raises(OSError) as raised:
+        for _ in range(100):  # the writer thread meets the missing directory on its next write
+            board.writer.flush()
+            time.sleep(0.05)
+    assert "No such file or directory" in str(raised.value)
+    assert "Traceback" not in capsys.readouterr().err
+    # and the CLI's handler names the file as text, not bytes
+    from pongrl import cli
+
+    monkeypatch.setitem(cli.COMMANDS, "plot", lambda args: (_ for _ in ()).throw(raised.value))
+    code, _, err = run(["plot", str(tmp_path)], capsys)
+    assert code == 1 and err.startswith("pongrl: error: ") and "b'" not in err and str(run_dir) in err

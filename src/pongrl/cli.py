@@ -587,7 +587,8 @@ def main(argv: list[str] | None = None) -> int:
               f"({first_line}); continue from the last checkpoint with pongrl resume", file=sys.stderr)
         return 1
     except OSError as error:
-        where = f"{error.filename}: " if error.filename else ""
+        # os.fsdecode: some libraries (TensorBoard's file writer) name the file in bytes.
+        where = f"{os.fsdecode(error.filename)}: " if error.filename else ""
         print(f"pongrl: error: {where}{error.strerror or error}", file=sys.stderr)
         return 1
 

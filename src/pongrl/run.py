@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from typing import Callable
 
@@ -125,12 +126,29 @@ def read_metrics(run_dir: str) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+def _quiet_for_tensorboard_writer(default_hook):
+    """A threading.excepthook that stays silent for TensorBoard's background writer thread. That thread
+    keeps its exception and the writer raises it again in the main thread on the next write or on close,
+    where pongrl's one-line error reports it (say the run directory was moved or deleted mid-run); the
+    default hook would first print the thread's whole traceback."""
+
+    def hook(args):
+        if type(args.thread).__module__.startswith("tensorboard."):
+            return
+        default_hook(args)
+
+    hook.pongrl_quiet = True
+    return hook
+
+
 class TensorBoard:
     """A SummaryWriter that also forwards to Weights & Biases when --track asks for it."""
 
     def __init__(self, run_dir: str, config, purge_step: int | None):
         from torch.utils.tensorboard import SummaryWriter
 
+        if not getattr(threading.excepthook, "pongrl_quiet", False):
+            threading.excepthook = _quiet_for_tensorboard_writer(threading.excepthook)
         self.writer = SummaryWriter(run_dir, purge_step=purge_step)
         if purge_step is None:
             hparams = "\n".join(f"|{k}|{v}|" for k, v in config_module.to_dict(config).items())
