@@ -161,9 +161,12 @@ def test_a_run_directory_deleted_mid_run_gives_one_line_not_the_writer_threads_t
     with pytest.raises(OSError):  # closing the board at the end of a run reports it too
         board.close()
     assert "Traceback" not in capsys.readouterr().err
-    # and the CLI's handler names the file as text, not bytes
+    # and the CLI's handler names the file as text, not bytes (TensorBoard's error names it in bytes)
     from pongrl import cli
 
-    monkeypatch.setitem(cli.COMMANDS, "plot", lambda args: (_ for _ in ()).throw(raised.value))
+    def command_meeting_that_error(args):
+        raise raised.value
+
+    monkeypatch.setitem(cli.COMMANDS, "plot", command_meeting_that_error)
     code, _, err = run(["plot", str(tmp_path)], capsys)
     assert code == 1 and err.startswith("pongrl: error: ") and "b'" not in err and str(run_dir) in err
