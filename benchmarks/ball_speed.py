@@ -86,9 +86,9 @@ def main() -> int:
         try:
             games = (
                 (f"against itself (two-player variation {args.game_mode}, `first_0` on the right)",
-                 lambda: [ale.getRAM() for ale in self_play.games.ales], lambda a: self_play.step(a)[0], self_play.reset()),
+                 lambda: [ale.getRAM() for ale in self_play.games.ales], lambda a: self_play.step(a)[0], self_play.reset()[0]),
                 ("against the built-in AI (single-player, agent on the right)",
-                 lambda: [game.ale.getRAM() for game in against_ai.games], lambda a: against_ai.step(a)[0], against_ai.reset()),
+                 lambda: [game.ale.getRAM() for game in against_ai.games], lambda a: against_ai.step(a)[0], against_ai.reset()[0]),
             )
             for label, read_rams, step, obs in games:
                 counts = tally(read_rams, step, obs, args.steps, act)

@@ -382,7 +382,7 @@ def test_match_game_is_the_self_play_game_in_either_variation(mode):
 
     env, game = FastSelfPlayEnv(1, 0, mode=mode), MatchGame(("seed", "seed"), mode=mode)
     try:
-        obs = env.reset(seed=0)
+        obs, _ = env.reset(seed=0)
         game.reset(0)
         rng = np.random.default_rng(1)
         for step in range(401):

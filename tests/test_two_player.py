@@ -33,6 +33,9 @@ def assert_same_step(ref, fast, step):
     if "final_obs" in ref_info:
         np.testing.assert_array_equal(ref_info["final_obs"], fast_info["final_obs"],
                                       err_msg=f"final observations differ at step {step}")
+    for mask in ("_final_obs", "_episode"):
+        if mask in ref_info:
+            np.testing.assert_array_equal(ref_info[mask], fast_info[mask], err_msg=f"{mask}, step {step}")
     if "episode" in ref_info:
         for key, value in ref_info["episode"].items():
             np.testing.assert_array_equal(value, fast_info["episode"][key], err_msg=f"episode {key}, step {step}")
@@ -40,7 +43,7 @@ def assert_same_step(ref, fast, step):
 
 def drive(envs, steps, actions_for, seed=0):
     """Step all envs with the same actions, asserting identical results; returns event counts."""
-    first = [env.reset() for env in envs]
+    first = [env.reset()[0] for env in envs]
     for other in first[1:]:
         np.testing.assert_array_equal(first[0], other, err_msg="reset observations differ")
     rng = np.random.default_rng(seed)
@@ -57,7 +60,7 @@ def drive(envs, steps, actions_for, seed=0):
         events["terminated"] += int(terminated[::2].sum())
         events["truncated"] += int(truncated[::2].sum())
         if "episode" in infos:
-            events["episodes"].append(infos["episode"])
+            events["episodes"].append({**infos["episode"], "_episode": infos["_episode"]})
     for env in envs:
         env.close()
     return events
@@ -72,7 +75,7 @@ def test_fast_env_matches_the_seed_chain_through_a_whole_game():
     assert events["points"] >= 30 and events["serve_penalties"] >= 5, events
     assert events["terminated"] >= 1 and events["truncated"] == 0, events
     finished = events["episodes"][0]
-    winner = int(np.flatnonzero(finished["done"])[0])
+    winner = int(np.flatnonzero(finished["_episode"])[0])
     assert finished["points_won"][winner] == 21 and finished["points_lost"][winner + 1] == 21
 
 
@@ -88,7 +91,7 @@ def test_fast_env_matches_the_seed_chain_at_truncation(max_cycles):
             FastSelfPlayEnv(GAMES, seed=1, max_cycles=max_cycles)]
     events = drive(envs, 205, uniform, seed=3)
     assert events["truncated"] == 2 * GAMES and events["terminated"] == 0, events
-    assert all(episode["length"][episode["done"]].tolist() == [101] * 2 * GAMES
+    assert all(episode["l"][episode["_episode"]].tolist() == [101] * 2 * GAMES
                for episode in events["episodes"])
 
 
@@ -111,7 +114,7 @@ def test_the_other_two_player_variation_matches_the_seed_chain_and_is_another_ga
 
 def test_second_player_sees_the_first_players_image_mirrored():
     env = FastSelfPlayEnv(GAMES, seed=0)
-    obs = env.reset()
+    obs, _ = env.reset()
     rng = np.random.default_rng(0)
     for _ in range(60):
         obs, *_ = env.step(rng.integers(0, 6, 2 * GAMES))
@@ -125,7 +128,7 @@ def test_second_player_sees_the_first_players_image_mirrored():
 
 def test_score_rows_are_blank_and_a_reset_stack_holds_one_frame():
     env = FastSelfPlayEnv(1, seed=0)
-    obs = env.reset()
+    obs, _ = env.reset()
     assert obs.shape == (2, FRAME_SIZE, FRAME_SIZE, FRAME_STACK) and obs.dtype == np.uint8
     # As SuperSuit's frame_stack_v1: zeros before the first frame, not copies of it.
     assert not obs[..., :-1].any() and obs[..., -1].any()

@@ -35,12 +35,12 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
         bounds = np.cumsum([0] + quota)
         env_starts = [list(starts[bounds[i]:bounds[i + 1]]) for i in range(num_envs)]
         env = GameVectorEnv(num_envs, seed, profile, env_starts, sticky_actions)
-        obs = env.reset()
+        obs, _ = env.reset()
     elif profile == "standard":
         env, obs = make_vector_env(num_envs, seed, sticky_actions=sticky_actions)
     else:
         env = GameVectorEnv(num_envs, seed, profile, sticky_actions=sticky_actions)
-        obs = env.reset()
+        obs, _ = env.reset()
     try:
         won = np.zeros(num_envs, np.int64)
         lost = np.zeros(num_envs, np.int64)

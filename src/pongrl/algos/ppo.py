@@ -130,13 +130,13 @@ def make_env(config, seed: int, num_envs: int | None = None):
     """The training env: two-player self-play (fast or reference) or one player vs the built-in AI.
     `num_envs` (default config.num_envs) is this process's share under torchrun."""
     num_envs = num_envs or config.num_envs
-    if config.algo == "selfplay":
-        from pongrl.envs import two_player
+    if config.algo == "selfplay":  # the public Gymnasium vector env (or the card's own chain)
+        from pongrl.envs import pong_selfplay_v0, two_player
 
         games = num_envs // 2
         if config.env == "reference":
             return two_player.ReferenceSelfPlayEnv(games, seed, max_cycles=config.max_cycles, mode=config.game_mode)
-        return two_player.FastSelfPlayEnv(games, seed, max_cycles=config.max_cycles, mode=config.game_mode)
+        return pong_selfplay_v0.vector_env(games, seed, max_cycles=config.max_cycles, game_mode=config.game_mode)
     from pongrl.envs.single import ChannelLastVectorEnv, GameVectorEnv
 
     if config.obs == "seed":  # the C++ vector env has no blue channel: one Python emulator loop per game
@@ -212,7 +212,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     ended = torch.zeros((horizon, n), dtype=torch.bool)
     values = torch.zeros((horizon, n))
 
-    next_obs = torch.from_numpy(env.reset())
+    next_obs = torch.from_numpy(env.reset()[0])
     running_return = np.zeros(n)
     running_length = np.zeros(n, np.int64)
     points = {"won": 0, "lost": 0, "serve_penalties": 0}
@@ -225,10 +225,10 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         is the true score change itself."""
         if "episode" in info:
             results = info["episode"]
-            finished = np.flatnonzero(results["done"])
+            finished = np.flatnonzero(info["_episode"])
             finished = finished[learner[finished]]  # a pool opponent's games are not the learner's
             scores = results["points_won"][finished] - results["points_lost"][finished]
-            lengths = results["length"][finished]
+            lengths = results["l"][finished]
             points["won"] += int(results["points_won"][finished].sum())
             points["lost"] += int(results["points_lost"][finished].sum())
             points["serve_penalties"] += int(results["serve_penalties"][finished].sum())

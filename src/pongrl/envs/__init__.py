@@ -1,5 +1,9 @@
 """Pong environments: single-player against the built-in AI (ale-py) and two-player self-play
-(`pongrl.envs.two_player`, imported on demand: it needs PettingZoo's emulator)."""
+(`pongrl.envs.two_player`, imported on demand: it needs PettingZoo's emulator).
+
+Public forms for other libraries: `gymnasium.make("pongrl/Pong-v0")` and `gymnasium.make_vec(...)`
+(registered by `import pongrl`), and `pongrl.envs.pong_selfplay_v0` (PettingZoo parallel and AEC
+envs, and the Gymnasium vector env pongrl's self-play trainer steps)."""
 from pongrl.envs.single import NUM_ACTIONS, PongGame, make_vector_env
 
 __all__ = ["NUM_ACTIONS", "PongGame", "make_vector_env"]

@@ -7,20 +7,25 @@ at reset, frame skip 4 with a max over the last two frames, grayscale, 84x84 (ar
 clip them themselves, so every reported return is the real game score.
 
 Two implementations share the protocol:
-- `make_vector_env`: ale-py's C++ vector env (threads, async send/recv) for training and evaluation;
+- `make_pong_vector_env`: ale-py's C++ vector env (threads, async send/recv) for training and evaluation;
 - `PongGame`: one emulator driven from Python, which also hands out the full-colour screen for
   videos. A test checks that both produce identical observations for the same actions.
+
+Both are public through Gymnasium, registered when `pongrl` is imported:
+`gymnasium.make("pongrl/Pong-v0")` is `PongEnv` (on `PongGame`), and
+`gymnasium.make_vec("pongrl/Pong-v0", num_envs=N)` is `make_pong_vector_env` (the trainer's env).
 """
 from __future__ import annotations
 
 import os
 
 import cv2
+import gymnasium
 import numpy as np
 
 import ale_py
 from ale_py import roms
-from ale_py.vector_env import AtariVectorEnv
+from ale_py.vector_env import AtariVectorEnv, AutoresetMode
 
 from pongrl.nets import FRAME_SIZE, FRAME_STACK
 
@@ -30,23 +35,27 @@ NOOP_MAX = 30
 MAX_EPISODE_FRAMES = 108_000
 
 
-def make_vector_env(num_envs: int, seed: int, num_threads: int = 0,
-                    sticky_actions: float = 0.0) -> tuple[AtariVectorEnv, np.ndarray]:
-    """Create `num_envs` emulators, reset them with seeds seed, seed+1, ... and return (env, first obs).
-    `sticky_actions` is the probability that the emulator repeats the previous action on a frame
-    (Machado et al. 2018; training always uses 0).
+def make_pong_vector_env(num_envs: int = 1, sticky_actions: float = 0.0, noop_max: int = NOOP_MAX,
+                         num_threads: int = 0, autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+                         render_mode: str | None = None) -> AtariVectorEnv:
+    """`num_envs` emulators with the protocol, in ale-py's C++ vector env (a Gymnasium VectorEnv; not
+    reset yet: `reset(seed=s)` seeds env i with s + i). `sticky_actions` is the probability that the
+    emulator repeats the previous action on a frame (Machado et al. 2018; training always uses 0).
 
-    Autoreset is same-step: when a game ends, `info["final_obs"]` holds its last observation and the
-    returned observation already starts the next game.
+    Autoreset is same-step by default: when a game ends, `info["final_obs"]` holds its last
+    observation and the returned observation already starts the next game. Rewards are the true
+    score changes (not clipped). The vector env draws no frames: `render_mode` must stay None.
     """
-    env = AtariVectorEnv(
+    if render_mode is not None:
+        raise ValueError("the vector form does not render: use gymnasium.make('pongrl/Pong-v0', render_mode=...)")
+    return AtariVectorEnv(
         "pong",
         num_envs,
         num_threads=num_threads or min(num_envs, os.cpu_count() or 1),
         max_num_frames_per_episode=MAX_EPISODE_FRAMES,
         repeat_action_probability=sticky_actions,
         frameskip=FRAME_SKIP,
-        noop_max=NOOP_MAX,
+        noop_max=noop_max,
         img_height=FRAME_SIZE,
         img_width=FRAME_SIZE,
         stack_num=FRAME_STACK,
@@ -54,8 +63,15 @@ def make_vector_env(num_envs: int, seed: int, num_threads: int = 0,
         maxpool=True,
         reward_clipping=False,
         use_fire_reset=False,
-        autoreset_mode="SameStep",
+        autoreset_mode=autoreset_mode,
     )
+
+
+def make_vector_env(num_envs: int, seed: int, num_threads: int = 0,
+                    sticky_actions: float = 0.0) -> tuple[AtariVectorEnv, np.ndarray]:
+    """The trainer's and evaluator's vector env: `make_pong_vector_env`, reset with seeds seed,
+    seed+1, ...; returns (env, first obs)."""
+    env = make_pong_vector_env(num_envs, sticky_actions=sticky_actions, num_threads=num_threads)
     obs, _ = env.reset(seed=int(seed))
     return env, obs
 
@@ -107,6 +123,11 @@ class PongGame:
         self.stack[-1] = preprocess(screen)
         return self.stack.copy()
 
+    def seed_emulator(self, seed: int) -> None:
+        """Reseed the emulator's own random stream (it draws only the sticky actions)."""
+        self.ale.setInt("random_seed", int(seed) % (2**31))
+        self.ale.loadROM(roms.get_rom_path("pong"))
+
     def reset(self, noop_frames: int | None = None) -> np.ndarray:
         """Start a game after `noop_frames` no-op frames, or a number drawn from 0..noop_max. Without
         sticky actions the emulator has no randomness of its own, so the count fixes the start."""
@@ -142,6 +163,50 @@ class PongGame:
         return self._observation(screen, first=False), reward, terminated, truncated
 
 
+class PongEnv(gymnasium.Env):
+    """Single-player Pong against the built-in AI with the DQN protocol, as a Gymnasium env
+    (`gymnasium.make("pongrl/Pong-v0")`): the seed blog's PongNoFrameskip-v4 + AtariPreprocessing +
+    4 stacked frames, in one class on the real emulator.
+
+    Observations (4, 84, 84) uint8, newest frame last; six actions (NOOP, FIRE, RIGHT, LEFT, RIGHTFIRE,
+    LEFTFIRE); rewards are the true score changes (-1, 0, +1); a game ends at 21 points (terminated)
+    or after 108,000 frames (truncated). `reset(seed=)` fixes the no-op start (0..`noop_max` frames)
+    and, with `sticky_actions` > 0, the emulator's sticky-action stream; `info["noop_frames"]` says
+    how many no-ops were played.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60 // FRAME_SKIP}
+
+    def __init__(self, sticky_actions: float = 0.0, noop_max: int = NOOP_MAX, render_mode: str | None = None):
+        if not 0.0 <= sticky_actions < 1.0:
+            raise ValueError(f"sticky_actions must be in [0, 1), got {sticky_actions}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.observation_space = gymnasium.spaces.Box(0, 255, (FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+        self.action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
+        self.render_mode = render_mode
+        self.noop_max = noop_max
+        self._game = PongGame(0, noop_max=noop_max, sticky_actions=sticky_actions)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._game.seed_emulator(seed)
+        noop_frames = int(self.np_random.integers(0, self.noop_max + 1))
+        return self._game.reset(noop_frames), {"noop_frames": noop_frames}
+
+    def step(self, action):
+        obs, reward, terminated, truncated = self._game.step(int(action))
+        return obs, reward, terminated, truncated, {}
+
+    def render(self) -> np.ndarray | None:
+        """The full-colour screen (210, 160, 3) with render_mode="rgb_array"."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() without a render_mode: make the env with render_mode='rgb_array'")
+            return None
+        return self._game.rgb()
+
+
 class GameVectorEnv:
     """Several `PongGame`s stepped in turn, with the vector API of `ChannelLastVectorEnv`: autoreset,
     `info["final_obs"]` for ended games. Used where the C++ vector env cannot produce the pixels
@@ -159,8 +224,8 @@ class GameVectorEnv:
     def _reset(self, i: int) -> np.ndarray:
         return self.games[i].reset(self.starts[i].pop(0) if self.starts[i] else None)
 
-    def reset(self) -> np.ndarray:
-        return self.obs.copy()
+    def reset(self) -> tuple[np.ndarray, dict]:
+        return self.obs.copy(), {}
 
     def step(self, actions: np.ndarray):
         rewards = np.zeros(self.num_envs, np.float32)
@@ -194,8 +259,8 @@ class ChannelLastVectorEnv:
     def _layout(obs: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(obs.transpose(0, 2, 3, 1))
 
-    def reset(self) -> np.ndarray:
-        return self.first_obs
+    def reset(self) -> tuple[np.ndarray, dict]:
+        return self.first_obs, {}
 
     def step(self, actions: np.ndarray):
         obs, rewards, terminated, truncated, info = self.env.step(np.asarray(actions, dtype=np.int64))

@@ -19,15 +19,17 @@ Three parts:
 - `FastSelfPlayEnv`: the same observations, rewards and episode ends, driving `multi_agent_ale_py`
   (the emulator under pong_v3) directly with the preprocessing in numpy/tinyscaler.
 
-Both vector envs share one API: `reset() -> obs (2G, 84, 84, 4) uint8`; `step(actions (2G,)) ->
-obs, rewards (float32, clipped to [-1, 1]), terminated, truncated (bool), infos`, with same-step
-autoreset: when a game ends, `obs` already starts the next game. `infos` is a dict:
-- "final_obs" (only on steps where a game ended): (2G, 84, 84, 4), the ended games' last
-  observations, and for the other games their current ones, so `infos.get("final_obs", obs)` is
-  always the observation to bootstrap from;
-- "episode" (same steps): per-agent arrays of length 2G, valid where "done" is True:
-  "points_won", "points_lost" (the true score), "serve_penalties", "return" (clipped), "length"
-  (agent steps).
+Both vector envs are Gymnasium `VectorEnv`s of 2G sub-envs, one per player: `reset(seed=) -> (obs
+(2G, 84, 84, 4) uint8, {})`; `step(actions (2G,)) -> obs, rewards (float32, clipped to [-1, 1]),
+terminated, truncated (bool), infos`, with same-step autoreset (`metadata["autoreset_mode"]`): when
+a game ends, `obs` already starts the next game. `infos` follows Gymnasium's vector conventions
+(a key's boolean mask under "_key"), with keys only on steps where a game ended:
+- "final_obs": (2G, 84, 84, 4), the ended games' last observations, and for the other games their
+  current ones, so `infos.get("final_obs", obs)` is always the observation to bootstrap from;
+  "_final_obs" marks the ended games' players;
+- "episode": per-player arrays of length 2G, valid where "_episode" is True: "points_won",
+  "points_lost" (the true score), "serve_penalties", "r" (the clipped return) and "l" (agent
+  steps), the last two named as Gymnasium's RecordEpisodeStatistics names them.
 
 Facts the implementation relies on (multi_agent_ale_py 0.1.12, pettingzoo 1.27.0, supersuit 3.11.0):
 - rewards per raw frame: a point is +1 for the scorer and -1 for the other; a player who does not
@@ -42,8 +44,11 @@ import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import gymnasium
 import numpy as np
 import tinyscaler
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
 
 NUM_ACTIONS = 6  # pong_v3's minimal action set, the same six actions for both players
 PLAYERS = ("first_0", "second_0")
@@ -179,7 +184,7 @@ class SeedFrameStack:
 # Game results for infos, computed the same way from the clipped rewards in both envs.
 # ---------------------------------------------------------------------------------------------
 
-class _Scoreboard:
+class Scoreboard:
     """Per-agent points won/lost, serve penalties, return and length of the current games.
 
     From each agent step's clipped rewards (r_first, r_second) of a game: (+1, -1) or (-1, +1) is a
@@ -196,8 +201,9 @@ class _Scoreboard:
         self.returns = np.zeros(n, np.float64)
         self.lengths = np.zeros(n, np.int64)
 
-    def update(self, rewards: np.ndarray, done: np.ndarray) -> dict | None:
-        """Count this step; returns the finished games' results (or None) and restarts them."""
+    def update(self, rewards: np.ndarray, done: np.ndarray) -> tuple[dict, np.ndarray] | None:
+        """Count this step; returns the finished games' results and their players' mask (or None),
+        and restarts those games' counts."""
         pairs = rewards.reshape(-1, 2)
         point_first = (pairs[:, 0] > 0) & (pairs[:, 1] < 0)
         point_second = (pairs[:, 1] > 0) & (pairs[:, 0] < 0)
@@ -213,27 +219,24 @@ class _Scoreboard:
             return None
         agents_done = np.repeat(done, 2)
         episode = {
-            "done": agents_done,
             "points_won": np.where(agents_done, self.won, 0),
             "points_lost": np.where(agents_done, self.lost, 0),
             "serve_penalties": np.where(agents_done, self.penalties, 0),
-            "return": np.where(agents_done, self.returns, 0.0),
-            "length": np.where(agents_done, self.lengths, 0),
+            "r": np.where(agents_done, self.returns, 0.0),
+            "l": np.where(agents_done, self.lengths, 0),
         }
         for counter in (self.won, self.lost, self.penalties, self.returns, self.lengths):
             counter[agents_done] = 0
-        return episode
+        return episode, agents_done
 
     def step_infos(self, rewards: np.ndarray, game_done: np.ndarray, final_obs: np.ndarray | None) -> dict:
         """Count the step and build the `infos` both vector envs return (the module docstring's
-        "final_obs" and "episode", present only on steps where a game ended)."""
-        infos = {}
-        if game_done.any():
-            infos["final_obs"] = final_obs
-        episode = self.update(rewards, game_done)
-        if episode is not None:
-            infos["episode"] = episode
-        return infos
+        "final_obs" and "episode" with their masks, present only on steps where a game ended)."""
+        finished = self.update(rewards, game_done)
+        if finished is None:
+            return {}
+        episode, agents_done = finished
+        return {"final_obs": final_obs, "_final_obs": agents_done, "episode": episode, "_episode": agents_done}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,23 +276,41 @@ def make_seed_parallel_env(max_cycles: int = MAX_CYCLES, mode: int = CLASSIC_MOD
     return ss.lambda_wrappers.observation_lambda_v0(env, _seed_obs_modification)
 
 
-class _SelfPlayVectorEnv:
-    """What both self-play vector envs share: sizes, the seed of the first reset and the scoreboard."""
+def player_observation_space() -> gymnasium.spaces.Box:
+    """What one player sees: the seed's (84, 84, 4) uint8 stack, channel-last."""
+    return gymnasium.spaces.Box(0, 255, (FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)
+
+
+class _SelfPlayVectorEnv(gymnasium.vector.VectorEnv):
+    """What both self-play vector envs share: a Gymnasium vector env of 2 * `num_games` sub-envs
+    (entry 2g is game g's `first_0`, 2g + 1 its `second_0`), the seed of the first reset and the
+    scoreboard."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, num_games: int, seed: int, max_cycles: int):
+        if num_games < 1:
+            raise ValueError(f"num_games must be at least 1, got {num_games}")
         self.num_games = num_games
-        self.num_agents = 2 * num_games
+        self.num_agents = self.num_envs = 2 * num_games
+        self.single_observation_space = player_observation_space()
+        self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.seed = int(seed)
         self.max_cycles = max_cycles
-        self._scores = _Scoreboard(num_games)
+        self._scores = Scoreboard(num_games)
         self._seeded = False
 
     def _start_reset(self, seed: int | None) -> int | None:
-        """The constructor's seed on the first reset, the caller's after that; the scores start over."""
+        """The constructor's seed on the first reset, the caller's after that (game g gets seed + g);
+        the scores start over."""
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"reset(seed=) takes one int (game g is seeded with seed + g), got {seed!r}")
         if seed is None and not self._seeded:
             seed = self.seed
         self._seeded = True
-        self._scores = _Scoreboard(self.num_games)
+        self._scores = Scoreboard(self.num_games)
         return seed
 
 
@@ -309,9 +330,9 @@ class ReferenceSelfPlayEnv(_SelfPlayVectorEnv):
         self.envs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(
             make_seed_parallel_env(max_cycles, mode)), num_games, num_cpus=0, base_class="gymnasium")
 
-    def reset(self, seed: int | None = None) -> np.ndarray:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         obs, _ = self.envs.reset(seed=self._start_reset(seed))
-        return np.asarray(obs)
+        return np.asarray(obs), {}
 
     def step(self, actions):
         obs, rewards, terminated, truncated, agent_infos = self.envs.step(np.asarray(actions))
@@ -328,7 +349,7 @@ class ReferenceSelfPlayEnv(_SelfPlayVectorEnv):
                     final_obs[i] = info["terminal_observation"]
         return obs, rewards, terminated, truncated, self._scores.step_infos(rewards, game_done, final_obs)
 
-    def close(self) -> None:
+    def close_extras(self, **kwargs) -> None:
         self.envs.close()
 
 
@@ -336,7 +357,7 @@ class ReferenceSelfPlayEnv(_SelfPlayVectorEnv):
 # Fast: multi_agent_ale_py driven directly.
 # ---------------------------------------------------------------------------------------------
 
-class _Games:
+class TwoPlayerGames:
     """`num_games` two-player Pong emulators with the seed's preprocessing, in this process.
 
     Reproduces pettingzoo/atari/base_atari_env.py + the SuperSuit chain:
@@ -355,7 +376,8 @@ class _Games:
 
     SLOTS = 1 + FRAME_SKIP  # RGB frames kept per game: the previous step's last + this step's
 
-    def __init__(self, num_games: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1, mode: int = CLASSIC_MODE):
+    def __init__(self, num_games: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1, mode: int = CLASSIC_MODE,
+                 autoreset: bool = True):
         import multi_agent_ale_py
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
@@ -364,6 +386,7 @@ class _Games:
         self.num_games = num_games
         self.max_cycles = max_cycles
         self.mode = mode
+        self.autoreset = autoreset  # off: an ended game stays at its last frame until reset() (PettingZoo's API)
         self.rom = pong_rom_path()
         multi_agent_ale_py.ALEInterface.setLoggerMode("error")
         self.ales = []
@@ -396,6 +419,15 @@ class _Games:
         num_threads = max(1, min(num_threads, num_games))
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
         self._partition = [range(t, num_games, num_threads) for t in range(num_threads)]
+
+    def ram(self, g: int) -> np.ndarray:
+        """Game g's emulator RAM (128 bytes), a copy."""
+        self.lib.getRAM(self._objs[g], self._c_ram[g])
+        return self._ram[g].copy()
+
+    def screen(self, g: int) -> np.ndarray:
+        """Game g's last raw RGB frame (210, 160, 3), a copy."""
+        return self._rgb[g, self._prev[g]].copy()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -477,7 +509,8 @@ class _Games:
         """Play one agent step in every game; returns the boolean mask of the games that ended.
 
         Ended games' last observations go to `final_out`; `obs_out` already holds the next game's
-        first observation for them (same-step autoreset).
+        first observation for them (same-step autoreset). Without autoreset, `obs_out` holds their
+        last observations and `final_out` is left alone.
         """
         self._acts[:] = self.action_map[np.asarray(actions).reshape(-1, 2)]
         outputs = (rewards_out, terminated_out, truncated_out)
@@ -490,11 +523,12 @@ class _Games:
 
         # Start the next games now, so that one resize covers the ended games' last frames and
         # the new games' first frames.
-        for j, g in enumerate(ended):
+        restarted = ended if self.autoreset else []
+        for j, g in enumerate(restarted):
             blue[self.num_games + j] = self._reset_game(g, None)[:, :, 2]
-        frames = self.resizer.resize(self.num_games + len(ended))
+        frames = self.resizer.resize(self.num_games + len(restarted))
         self.stack.push_all(frames[:self.num_games])
-        if ended:
+        if restarted:
             self.stack.write_players(final_out, ended)
             for j, g in enumerate(ended):
                 self.stack.reset(g, frames[self.num_games + j])
@@ -515,12 +549,12 @@ class FastSelfPlayEnv(_SelfPlayVectorEnv):
     def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1,
                  mode: int = CLASSIC_MODE):
         super().__init__(num_games, seed, max_cycles)
-        self.games = _Games(num_games, max_cycles, num_threads, mode)
+        self.games = TwoPlayerGames(num_games, max_cycles, num_threads, mode)
         self._obs = np.zeros((self.num_agents, FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)
 
-    def reset(self, seed: int | None = None) -> np.ndarray:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         self.games.reset(self._obs, self._start_reset(seed))
-        return self._obs.copy()
+        return self._obs.copy(), {}
 
     def step(self, actions):
         n = self.num_agents
@@ -537,5 +571,5 @@ class FastSelfPlayEnv(_SelfPlayVectorEnv):
             final_obs[running] = obs[running]
         return obs, rewards, terminated, truncated, self._scores.step_infos(rewards, ended, final_obs)
 
-    def close(self) -> None:
+    def close_extras(self, **kwargs) -> None:
         self.games.close()
