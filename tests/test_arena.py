@@ -201,6 +201,18 @@ def test_model_card_folder(ppo_run, tmp_path, capsys):
     assert state_dict.keys() == tensors.keys() and "actor.weight" in tensors
     assert all(torch.equal(state_dict[k], tensors[k]) for k in tensors)
     assert os.path.getsize(os.path.join(out, "replay.mp4")) > 0
+    # The folder is what the Hub takes as is: huggingface_hub reads its card and evaluation results, and
+    # the safetensors file, once uploaded, loads as the agent (pongrl eval hf://OWNER/REPO/model.safetensors).
+    from huggingface_hub import ModelCard
+
+    hub_card = ModelCard.load(os.path.join(out, "README.md"))
+    assert hub_card.data.library_name == "pongrl" and hub_card.data.eval_results[0].metric_type == "mean_reward"
+    from pongrl.agent import load_agent
+
+    obs = np.random.default_rng(0).integers(0, 256, (2, 4, 84, 84), dtype=np.uint8)
+    shipped, trained = load_agent(os.path.join(out, "model.safetensors")), load_agent(ppo_run)
+    assert shipped.obs_profile == trained.obs_profile and shipped.env_step == trained.env_step
+    np.testing.assert_array_equal(shipped.preferences(obs), trained.preferences(obs))
     assert run(["card", ppo_run, "--out", out, "--games", "1"], capsys)[0] == 1  # exists: refused without --force
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pongrl.checkpoint import is_checkpoint, read_weights_file, validate_checkpoint
+from pongrl import hub, zoo
+from pongrl.checkpoint import atomic_write_bytes, is_checkpoint, read_weights_file, resolve, validate_checkpoint
 from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic, QNetwork, float32_arithmetic, is_shared_torso, torso_kind
 
@@ -23,6 +24,7 @@ class Agent:
     in float32 here whatever precision trained them (see nets.float32_arithmetic)."""
 
     obs_profile = "standard"
+    path = ""  # the file it was loaded from (load_agent sets it)
 
     def __init__(self, name: str = "agent", env_step: int = 0):
         self.name = name
@@ -109,16 +111,69 @@ def playing_weights(payload: dict) -> dict:
         raise PongrlError(f"{payload['path']}: the checkpoint lacks its network weights") from None
 
 
-def load_agent(path: str) -> Agent:
+def _seed_format_agent(weights: dict, path: str, name: str, obs_profile: str = "seed", env_step: int = 0) -> Agent:
+    """An actor-critic from the self-play card's state_dict keys (actor_network.*, ...)."""
+    network = ActorCritic(NUM_ACTIONS, share_network=is_shared_torso(weights), network=torso_kind(weights))
+    _load_weights(network, weights, path)
+    return PolicyAgent(network.eval(), obs_profile, name=name, env_step=env_step)
+
+
+def save_safetensors_agent(path: str, state_dict: dict, algo: str, env_step: int, obs_profile: str) -> None:
+    """Write the playing network's weights as `load_safetensors_agent` reads them, atomically."""
+    from safetensors.torch import save
+
+    # A shared torso appears under both actor_network.* and critic_network.* (the seed's keys);
+    # safetensors refuses tensors that share memory, so each key gets its own copy.
+    data = save({key: value.detach().clone().contiguous() for key, value in state_dict.items()},
+                metadata={"algo": algo, "env_step": str(int(env_step)), "obs_profile": obs_profile})
+    atomic_write_bytes(path, data)
+
+
+def load_safetensors_agent(path: str, name: str) -> Agent:
+    """An agent from a safetensors file as `pongrl card` and the zoo write it: the playing network's
+    state_dict, with "algo", "obs_profile" and "env_step" in the file's metadata. A file without that
+    metadata is read by its keys: the self-play card's (a policy on its blue-channel view) or DQN's."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(path, "pt") as handle:
+            metadata = handle.metadata() or {}
+            weights = {key: handle.get_tensor(key) for key in handle.keys()}
+    except (SafetensorError, OSError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
+        raise PongrlError(f"{path}: not a readable safetensors file ({reason})") from None
+    seed_keys = any(key.startswith("actor_network.") for key in weights)
+    algo = metadata.get("algo", "selfplay" if seed_keys else "dqn")
+    try:
+        env_step = int(metadata.get("env_step", 0))
+    except ValueError:
+        raise PongrlError(f"{path}: its env_step metadata is not a number") from None
+    if algo == "dqn":
+        network = QNetwork(NUM_ACTIONS, torso_kind(weights))
+        _load_weights(network, weights, path)
+        return QAgent(network, name=name, env_step=env_step)
+    if algo not in PLAYING_NETWORK or not seed_keys:
+        raise PongrlError(f"{path}: algorithm {algo!r} with these weights cannot be loaded as an agent")
+    return _seed_format_agent(weights, path, name, metadata.get("obs_profile", "seed"), env_step)
+
+
+def load_agent(spec: str) -> Agent:
     """Load the playing part of a pongrl checkpoint of any algorithm (a run directory means its
-    latest), or a bare state_dict saved by the self-play card's code (`torch.save(agent.state_dict())`)."""
+    latest), a bare state_dict saved by the self-play card's code (`torch.save(agent.state_dict())`),
+    or a safetensors agent; `spec` may name an agent of the zoo (`zoo:NAME`) or a Hub file (`hf://...`),
+    which then names the agent."""
+    path = resolve(spec)
+    name = spec if zoo.is_zoo_spec(spec) or hub.is_hub_spec(spec) else path
+    agent = load_safetensors_agent(path, name) if path.endswith(".safetensors") else _load_torch_file(path, name)
+    agent.path = path
+    return agent
+
+
+def _load_torch_file(path: str, name: str) -> Agent:
     path, payload = read_weights_file(path)
     if not is_checkpoint(payload):
         if isinstance(payload, dict) and any(str(k).startswith("actor_network.") for k in payload):
-            shared = is_shared_torso(payload)
-            network = ActorCritic(NUM_ACTIONS, share_network=shared, network=torso_kind(payload))
-            _load_weights(network, payload, path)
-            return PolicyAgent(network.eval(), "seed", name=path)
+            return _seed_format_agent(payload, path, name)
         raise PongrlError(f"{path}: neither a pongrl checkpoint nor a seed-format state_dict")
     payload = validate_checkpoint(path, payload)
     step = int(payload.get("env_step", 0))
@@ -126,11 +181,11 @@ def load_agent(path: str) -> Agent:
     if payload["algo"] == "dqn":
         network = QNetwork(NUM_ACTIONS, torso_kind(weights))
         _load_weights(network, weights, path)
-        return QAgent(network, name=path, env_step=step)
+        return QAgent(network, name=name, env_step=step)
     try:
         shared, profile = bool(payload["config"]["share_network"]), payload["obs_profile"]
     except (KeyError, TypeError):
         raise PongrlError(f"{path}: the checkpoint lacks its configuration") from None
     network = ActorCritic(NUM_ACTIONS, share_network=shared, network=torso_kind(weights))
     _load_weights(network, weights, path)
-    return PolicyAgent(network.eval(), profile, name=path, env_step=step)
+    return PolicyAgent(network.eval(), profile, name=name, env_step=step)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pongrl.agent import Agent, load_agent
-from pongrl.checkpoint import resolve, run_name
+from pongrl.checkpoint import run_name
 from pongrl.envs.match import CLASSIC_MODE, DEFAULT_MAX_FRAMES, LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
 from pongrl.errors import PongrlError
 from pongrl.evaluate import play_games
@@ -60,13 +60,13 @@ def player_name(path: str, env_step: int) -> str:
 
 
 def load_player(spec: str) -> Player:
-    """`builtin` (any case), a checkpoint file, a run directory (its latest checkpoint), or a bare
-    seed-format state_dict."""
+    """`builtin` (any case), a checkpoint file, a run directory (its latest checkpoint), a bare
+    seed-format state_dict, a safetensors agent, `zoo:NAME` or `hf://OWNER/REPO/FILE`."""
     if spec.strip().lower() == BUILTIN:
         return Player("built-in AI", None, BUILTIN)
-    path = resolve(spec)
-    agent = load_agent(path)
-    return Player(player_name(path, agent.env_step), agent, file_sha256(path), agent.env_step, path)
+    agent = load_agent(spec)
+    name = agent.name if agent.name != agent.path else player_name(agent.path, agent.env_step)
+    return Player(name, agent, file_sha256(agent.path), agent.env_step, agent.path)
 
 
 def play_match(first: Player, second: Player, games: int, seed: int, sample: bool | tuple[bool, bool] = False,

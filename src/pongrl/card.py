@@ -13,7 +13,7 @@ import tempfile
 
 import yaml
 
-from pongrl.agent import SAMPLE_EPSILON_Q, playing_weights
+from pongrl.agent import SAMPLE_EPSILON_Q, playing_weights, save_safetensors_agent
 from pongrl.arena import load_player, play_match, summarize_match
 from pongrl.checkpoint import load_checkpoint, resolve, write_torch_file
 from pongrl.envs.two_player import CLASSIC_MODE
@@ -73,12 +73,8 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
     temp = tempfile.mkdtemp(prefix=".card-", dir=parent)
     try:
         write_torch_file(os.path.join(temp, "model.pt"), state_dict)
-        from safetensors.torch import save_file
-
-        # A shared torso appears under both actor_network.* and critic_network.* (the seed's keys);
-        # safetensors refuses tensors that share memory, so each key gets its own copy.
-        save_file({k: v.detach().clone().contiguous() for k, v in state_dict.items()}, os.path.join(temp, "model.safetensors"),
-                  metadata={"algo": algo, "env_step": str(step), "obs_profile": payload.get("obs_profile", "standard")})
+        save_safetensors_agent(os.path.join(temp, "model.safetensors"), state_dict, algo, step,
+                               payload.get("obs_profile", "standard"))
         with open(os.path.join(temp, "config.yaml"), "w") as handle:
             yaml.safe_dump(config, handle, sort_keys=False)
         video = record_video(player, load_player("builtin"), os.path.join(temp, "replay.mp4"), games=1,

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import torch
 
+from pongrl import hub, zoo
 from pongrl.errors import PongrlError
 
 FORMAT = "pongrl-checkpoint"
@@ -154,7 +155,12 @@ def run_name(checkpoint_file: str) -> str:
 
 
 def resolve(path: str) -> str:
-    """Accept a run directory, its checkpoints directory, or a checkpoint file; return the file."""
+    """Accept a run directory, its checkpoints directory, a checkpoint file, an agent of pongrl's zoo
+    (`zoo:NAME`) or a Hub file (`hf://OWNER/REPO/FILE`, fetched into the Hub's cache); return the file."""
+    if zoo.is_zoo_spec(path):
+        return zoo.weights_path(path)
+    if hub.is_hub_spec(path):
+        return hub.download(path)
     if os.path.isdir(path):
         checkpoint_dir = checkpoints_folder(path)
         name = read_latest(checkpoint_dir)

@@ -145,6 +145,10 @@ def _add_match_flags(parser: argparse.ArgumentParser) -> None:
 SAMPLE_CHOICES = {"none": (False, False), "first": (True, False), "second": (False, True), "both": (True, True)}
 
 
+AGENT_HELP = ("a checkpoint file or run directory (its latest checkpoint), a seed-format state_dict, a safetensors "
+              "agent, zoo:NAME (pongrl zoo lists them) or hf://OWNER/REPO/FILE (a file on the Hugging Face Hub)")
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="pongrl", description="Train and study agents that play Atari Pong from pixels.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -190,13 +194,13 @@ def build_parser() -> Parser:
     _add_config_flags(branch, config_module.PPOConfig, {}, only=BRANCH_FLAGS - DQN_FIELDS)
 
     evaluate = commands.add_parser("eval", help="play whole games against the built-in AI")
-    evaluate.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
+    evaluate.add_argument("checkpoint", metavar="AGENT", help=AGENT_HELP)
     evaluate.add_argument("--episodes", type=_positive_int, default=None, help="games to play (default 10)")
     evaluate.add_argument("--epsilon", type=_float, default=0.0, help="random-action probability (default 0)")
     evaluate.add_argument("--seed", type=_int, default=0, help="emulator seed (default 0)")
     evaluate.add_argument("--json", action="store_true", help="print machine-readable JSON")
     evaluate.add_argument("--opponent", default="builtin",
-                          help="builtin (default), or a CHECKPOINT_OR_RUN to play a duel against instead")
+                          help="builtin (default), or an AGENT to play a duel against instead")
     evaluate.add_argument("--sample", action="store_true", help="sample actions from the policy instead of greedy")
     evaluate.add_argument("--every-start", action="store_true",
                           help="greedy play, one game from each of the protocol's 31 starts (0-30 no-op frames): "
@@ -206,16 +210,17 @@ def build_parser() -> Parser:
     _add_torch_threads(evaluate)
 
     duel = commands.add_parser("duel", help="a match between two players (checkpoints, seed state_dicts or builtin)")
-    duel.add_argument("first", metavar="A", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
-    duel.add_argument("second", metavar="B", help="CHECKPOINT_OR_RUN, a seed-format state_dict, or builtin")
+    duel.add_argument("first", metavar="A", help=AGENT_HELP + ", or builtin")
+    duel.add_argument("second", metavar="B", help=AGENT_HELP + ", or builtin")
     _add_match_flags(duel)
     _add_sticky_actions(duel)
     duel.add_argument("--json", action="store_true", help="print machine-readable JSON")
     _add_torch_threads(duel)
 
     league = commands.add_parser("league", help="rate a run's checkpoints (and others) by playing them against each other")
-    league.add_argument("inputs", nargs="+", metavar="RUN_OR_CHECKPOINT",
-                        help="run directories (all their checkpoints) and checkpoint or state_dict files")
+    league.add_argument("inputs", nargs="+", metavar="RUN_OR_AGENT",
+                        help="run directories (all their checkpoints), checkpoint, state_dict or safetensors files, "
+                             "zoo:NAME (zoo:* for every shipped agent) and hf://OWNER/REPO/FILE")
     league.add_argument("--games-per-pair", type=_positive_int, default=4, help="games per pair, sides alternating (default 4)")
     league.add_argument("--include-builtin", action="store_true", help="the built-in AI plays too, as the rating anchor (0)")
     league.add_argument("--out", help="folder for matches.jsonl, ratings.csv/.md and ratings.png "
@@ -245,13 +250,25 @@ def build_parser() -> Parser:
     export.add_argument("--out", required=True, help="FILE.pt to write")
     export.add_argument("--force", action="store_true", help="overwrite --out if it exists")
 
+    play = commands.add_parser("play", help="play Pong against an agent in the browser, or watch agents play")
+    play.add_argument("agent", metavar="AGENT", nargs="?", default=None,
+                      help=AGENT_HELP + " (default: the zoo agent with the best exact score)")
+    play.add_argument("--opponent", default=None,
+                      help="builtin or an AGENT to watch AGENT play against (default: you, with the keyboard)")
+    play.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    play.add_argument("--port", type=_int, default=8000, help="port to listen on (default 8000; 0 picks a free one)")
+    play.add_argument("--seed", type=_int, default=0, help="seed of the built-in AI's games (default 0)")
+
+    zoo = commands.add_parser("zoo", help="list the agents that ship with pongrl (zoo:NAME) with their scores")
+    zoo.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
     plot = commands.add_parser("plot", help="plot runs (return and loss) and leagues (ratings and win rates)")
     plot.add_argument("runs", nargs="+", metavar="RUN_OR_LEAGUE")
     plot.add_argument("--out", help="PNG file (default RUN/plots/curves.png of the first run)")
 
     video = commands.add_parser("video", help="record an agent playing the built-in AI or another agent, in full colour")
-    video.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
-    video.add_argument("--opponent", default="builtin", help="builtin (default) or a CHECKPOINT_OR_RUN")
+    video.add_argument("checkpoint", metavar="AGENT", help=AGENT_HELP)
+    video.add_argument("--opponent", default="builtin", help="builtin (default) or an AGENT")
     video.add_argument("--out", help="FILE.mp4 or FILE.gif (default RUN/videos/<checkpoint>[_vs_<opponent>].mp4)")
     length = video.add_mutually_exclusive_group()
     length.add_argument("--games", type=_positive_int, default=None, help="whole games to record (default 1)")
@@ -558,7 +575,21 @@ def cmd_video(args) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "resume": cmd_resume, "branch": cmd_branch, "eval": cmd_eval, "duel": cmd_duel, "league": cmd_league,
+def cmd_play(args) -> int:
+    from pongrl import play, zoo
+
+    return play.serve(args.agent or zoo.best(), args.opponent, args.host, args.port, args.seed)
+
+
+def cmd_zoo(args) -> int:
+    from pongrl import zoo
+
+    rows = zoo.listing()
+    print(json.dumps(rows) if args.json else zoo.format_listing(rows))
+    return 0
+
+
+COMMANDS = {"play": cmd_play, "zoo": cmd_zoo, "train": cmd_train, "resume": cmd_resume, "branch": cmd_branch, "eval": cmd_eval, "duel": cmd_duel, "league": cmd_league,
             "export": cmd_export, "plot": cmd_plot, "video": cmd_video, "card": cmd_card}
 
 

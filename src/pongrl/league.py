@@ -26,6 +26,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from pongrl import hub, zoo
 from pongrl.arena import BUILTIN, Player, load_player, play_match, summarize_match
 from pongrl.envs.match import CLASSIC_MODE
 from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_name
@@ -47,11 +48,15 @@ class Entrant:
 
 
 def collect_entrants(inputs: list[str], include_builtin: bool) -> list[Entrant]:
-    """Every checkpoint of each run directory (oldest first), then single files; duplicates (same
-    SHA-256) once. Each file is loaded once here so that a bad one is refused before any match."""
+    """Every checkpoint of each run directory (oldest first), single files, zoo agents (`zoo:*` for
+    all) and Hub files; duplicates (same SHA-256) once. Each file is loaded once here so that a bad one is refused before any match."""
     entrants: dict[str, Entrant] = {}
     for spec in inputs:
-        if os.path.isdir(spec):
+        if zoo.is_zoo_spec(spec):
+            paths = zoo.expand(spec)  # zoo:* names every shipped agent
+        elif hub.is_hub_spec(spec):
+            paths = [spec]
+        elif os.path.isdir(spec):
             checkpoint_dir = checkpoints_folder(spec)
             names = list_checkpoints(checkpoint_dir)
             if not names:

@@ -84,7 +84,8 @@ class MatchGame:
     cartridge's two-player Pong variation (pong_v3's classic, 4, or 3)."""
 
     def __init__(self, profiles: tuple[str, str], max_frames: int = DEFAULT_MAX_FRAMES, record_colour: bool = False,
-                 serve_assist: bool = False, mode: int = CLASSIC_MODE):
+                 serve_assist: bool | tuple[int, ...] = False, mode: int = CLASSIC_MODE):
+        """`serve_assist`: True for both players, or the sides (RIGHT, LEFT) it serves for."""
         import multi_agent_ale_py
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
@@ -103,7 +104,8 @@ class MatchGame:
         self.max_frames = max_frames
         self.record_colour = record_colour
         self.colour_frames: list[np.ndarray] = []
-        self.serve_assist = serve_assist
+        self.assisted = (RIGHT, LEFT) if serve_assist is True else tuple(serve_assist or ())
+        self._step_frames = 0
 
         self._acts = np.zeros(2, np.intc)
         self._rews = np.zeros(2, np.intc)
@@ -162,28 +164,54 @@ class MatchGame:
 
     def step(self, action_right: int, action_left: int) -> None:
         """Play one agent step (up to 4 raw frames) with both players' actions."""
-        if self.serve_assist and not self.ball_in_play():
-            action_right = action_left = FIRE
-        self._acts[0], self._acts[1] = self.action_map[action_right], self.action_map[action_left]
-        for _ in range(FRAME_SKIP):
-            self._frame()
-            self.over = bool(self.lib.game_over(self.obj))
-            self.cut = not self.over and self.frames >= self.max_frames
-            # Every frame is read so that the two slots always hold the last two frames, also
-            # when a game ends early in a step (then the other slot holds the previous step's).
-            self._grab()
-            if self.record_colour:
-                self.colour_frames.append(self._rgb[self._newest].copy())
-            if self.over or self.cut:
-                break
+        self.begin_step(action_right, action_left)
+        while not self.play_frame():
+            pass
+
+    def begin_step(self, action_right: int, action_left: int) -> None:
+        """Set both players' actions for the next agent step, whose frames `play_frame` then plays
+        one at a time (a person's paddle can change its action between them)."""
+        actions = [action_right, action_left]
+        if self.assisted and not self.ball_in_play():
+            for side in self.assisted:
+                actions[side] = FIRE
+        self._acts[0], self._acts[1] = self.action_map[actions[RIGHT]], self.action_map[actions[LEFT]]
+        self._step_frames = 0
+
+    def play_frame(self, action_left: int | None = None) -> bool:
+        """Play one raw frame of the current step, the left player's action replaced by `action_left`
+        if given; returns True once the step is complete (4 frames, or the game ended), after which
+        the observations show it."""
+        if action_left is not None:
+            self._acts[1] = self.action_map[action_left]
+        self._frame()
+        self._step_frames += 1
+        self.over = bool(self.lib.game_over(self.obj))
+        self.cut = not self.over and self.frames >= self.max_frames
+        # Every frame is read so that the two slots always hold the last two frames, also
+        # when a game ends early in a step (then the other slot holds the previous step's).
+        self._grab()
+        if self.record_colour:
+            self.colour_frames.append(self._rgb[self._newest].copy())
+        if not (self.over or self.cut or self._step_frames == FRAME_SKIP):
+            return False
         gray = np.maximum(self._gray[0], self._gray[1]) if self.need_gray else None
         rgb = np.maximum(self._rgb[0], self._rgb[1])
         for view in self.views.values():
             view.push(gray, rgb)
+        return True
+
+    def screen(self) -> np.ndarray:
+        """The last raw frame (210, 160, 3), as the emulator drew it; a view valid until the next frame."""
+        return self._rgb[self._newest]
+
+    def ram(self) -> np.ndarray:
+        """The emulator's 128 bytes of RAM, read now (a view valid until the next read)."""
+        self.lib.getRAM(self.obj, self._c_ram)
+        return self._ram
 
     def ball_in_play(self) -> bool:
-        self.lib.getRAM(self.obj, self._c_ram)
-        return bool(self._ram[BALL_HEIGHT_RAM])
+        return bool(self.ram()[BALL_HEIGHT_RAM])
 
     @property
     def done(self) -> bool:

@@ -1,0 +1,74 @@
+"""Add an agent to pongrl's zoo (or refresh one): its weights as safetensors and its JSON card, scored.
+
+    python benchmarks/zoo_entry.py CHECKPOINT --name dqn --trained-with "pongrl train dqn --seed 1 ..."
+
+Writes src/pongrl/zoo_agents/NAME.safetensors (the playing network, float32) and NAME.json: algorithm,
+network, observation profile, env steps, the training command, and two scores against the built-in AI
+measured on the shipped file itself, each with the command that replays it:
+- greedy from each of the protocol's 31 no-op starts (exact: the emulator is deterministic; a test
+  replays it and checks every start's score);
+- 31 games under sticky actions 0.25, seed 0 (the ALE v5 protocol: a held-out test).
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+
+from pongrl import zoo
+from pongrl.agent import load_agent, playing_weights, save_safetensors_agent
+from pongrl.checkpoint import atomic_write_bytes, load_checkpoint, resolve
+from pongrl.errors import PongrlError
+from pongrl.evaluate import evaluate_agent, evaluate_every_start, summarize
+from pongrl.nets import is_shared_torso, torso_kind
+
+STICKY, STICKY_GAMES, STICKY_SEED = 0.25, 31, 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", help="a pongrl checkpoint (or run directory: its latest)")
+    parser.add_argument("--name", required=True, help="zoo name: letters, digits, '-' and '_'")
+    parser.add_argument("--trained-with", required=True, help="the command that trained the run")
+    parser.add_argument("--note", default="", help="anything a user should know (a spliced run, the seed, ...)")
+    args = parser.parse_args()
+    if not args.name.replace("-", "").replace("_", "").isalnum():
+        sys.exit(f"zoo_entry.py: bad name {args.name!r}")
+    try:
+        source = resolve(args.checkpoint)
+        payload = load_checkpoint(source)
+    except PongrlError as error:
+        sys.exit(f"zoo_entry.py: {error}")
+    weights = playing_weights(payload)
+    algo, step, profile = payload["algo"], int(payload["env_step"]), payload.get("obs_profile", "standard")
+    os.makedirs(zoo.FOLDER, exist_ok=True)
+    weights_file = os.path.join(zoo.FOLDER, args.name + ".safetensors")
+    save_safetensors_agent(weights_file, weights, algo, step, profile)
+
+    spec = zoo.PREFIX + args.name
+    agent = load_agent(spec)  # score the shipped file, as a user loads it
+    exact = evaluate_every_start(agent)
+    sticky = evaluate_agent(agent, STICKY_GAMES, STICKY_SEED, sticky_actions=STICKY)
+    with open(weights_file, "rb") as handle:
+        sha256 = hashlib.sha256(handle.read()).hexdigest()
+    card = {
+        "name": args.name, "algo": algo, "network": torso_kind(weights),
+        "share_network": is_shared_torso(weights) if algo != "dqn" else None,
+        "obs_profile": profile, "env_step": step,
+        "trained_with": args.trained_with, "source_checkpoint": os.path.basename(source), "note": args.note,
+        "sha256": sha256,
+        "scores": {
+            "every_start": {**summarize(exact), "per_start": [g["score"] for g in exact],
+                            "command": f"pongrl eval {spec} --every-start"},
+            "sticky_actions": {**summarize(sticky), "probability": STICKY, "seed": STICKY_SEED,
+                               "command": f"pongrl eval {spec} --sticky-actions {STICKY} --episodes {STICKY_GAMES} "
+                                          f"--seed {STICKY_SEED}"},
+        },
+    }
+    atomic_write_bytes(os.path.join(zoo.FOLDER, args.name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
+    print(f"{spec}: {algo} at {step:,} env steps, exact {card['scores']['every_start']['mean']:+.2f}, "
+          f"sticky {card['scores']['sticky_actions']['mean']:+.2f}; {os.path.getsize(weights_file) / 2**20:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

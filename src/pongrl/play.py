@@ -1,0 +1,349 @@
+"""`pongrl play`: a page in the browser where a person plays Pong against an agent, or watches agents play.
+
+The server (Starlette on uvicorn) runs the real emulator at the game's 60 frames per second, one game per
+open page, and sends every frame to the page's canvas over a WebSocket as raw RGB bytes (210 x 160 x 3),
+with the score, the players' names and the agents' action preferences (Q-values, or the policy's
+probabilities) as small JSON messages. What is played is fixed on the command line:
+
+- `pongrl play AGENT`: the person holds the left paddle (up/down arrows, space to serve) against AGENT on
+  the right, its trained side, on the two-player emulator; the agent sees its own observation profile and
+  acts every 4 frames, as it was trained; the server serves for it when the ball is out of play (agents
+  trained against the built-in AI never had to). The person's keys reach the emulator at the next frame.
+- `pongrl play AGENT --opponent builtin`: AGENT against the built-in AI (the single-player game);
+- `pongrl play A --opponent B`: two agents, A on the right, B on the left (mirrored), both served for.
+
+Nothing the page sends names a file or an agent: it can only press keys. Messages are small JSON texts
+(`{"key": "up"|"down"|"fire", "pressed": bool, "t": ms}`); anything else is ignored, an oversized one
+closes that page's connection, and at most MAX_GAMES pages play at once (others are told the server is
+busy). `/stats` gives each game's frame rate, key latency and what its emulator holds (paddles, score).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import time
+from collections import deque
+
+import numpy as np
+
+from pongrl.agent import PolicyAgent
+from pongrl.arena import Player, load_player
+from pongrl.envs.match import LEFT, RIGHT, MatchGame
+from pongrl.envs.single import PongGame
+from pongrl.errors import PongrlError
+
+FRAME_SECONDS = 1 / 60
+MAX_GAMES = 4
+MAX_MESSAGE_BYTES = 1024
+GAME_OVER_PAUSE_SECONDS = 3.0
+PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "play_page.html")
+ACTION_NAMES = ["NOOP", "FIRE", "UP", "DOWN", "UP+FIRE", "DOWN+FIRE"]
+# Pong's minimal action set moves the paddle up with RIGHT (2) and down with LEFT (3), for both players.
+KEY_ACTIONS = {(False, False, False): 0, (False, False, True): 1, (True, False, False): 2, (False, True, False): 3,
+               (True, False, True): 4, (False, True, True): 5, (True, True, False): 0, (True, True, True): 1}
+# RAM bytes the page's claims can be checked against (two-player game): paddle heights and scores.
+RAM_PADDLE = {RIGHT: 51, LEFT: 50}
+RAM_SCORE = {RIGHT: 14, LEFT: 13}
+
+
+def preferences(agent, observation: np.ndarray) -> tuple[int, dict]:
+    """The agent's greedy action and its preferences for the bar chart: Q-values, or the policy's
+    probabilities (softmax of its logits)."""
+    values = agent.preferences(observation[None])[0].astype(np.float64)
+    action = int(values.argmax())
+    if isinstance(agent, PolicyAgent):
+        probabilities = np.exp(values - values.max())
+        return action, {"kind": "policy", "values": (probabilities / probabilities.sum()).round(4).tolist()}
+    return action, {"kind": "Q-values", "values": values.round(4).tolist()}
+
+
+class Keys:
+    """The person's keys, as the page reports them; the action they make now."""
+
+    def __init__(self):
+        self.up = self.down = self.fire = False
+        self.pending: list[float] = []  # receive times of presses not yet played, for the latency figures
+
+    def press(self, key: str, pressed: bool) -> None:
+        setattr(self, key, pressed)
+        self.pending.append(time.perf_counter())
+
+    def action(self) -> int:
+        return KEY_ACTIONS[(self.up, self.down, self.fire)]
+
+
+class Table:
+    """One game on the server: `frame()` advances the emulator one raw frame and returns the messages
+    for the page (besides the frame itself, `screen()`)."""
+
+    left_name = right_name = ""
+    person = False
+
+    def frame(self, keys: Keys) -> list[dict]:
+        raise NotImplementedError
+
+    def screen(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def facts(self) -> dict:
+        """What the emulator holds now, for /stats."""
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+class TwoPlayerTable(Table):
+    """The two-player emulator: an agent on the right; on the left the person (keys) or a second agent."""
+
+    def __init__(self, right: Player, left: Player | None):
+        self.right, self.left = right, left
+        self.person = left is None
+        self.right_name, self.left_name = right.name, ("you" if self.person else left.name)
+        profiles = (right.agent.obs_profile, right.agent.obs_profile if self.person else left.agent.obs_profile)
+        self.game = MatchGame(profiles, serve_assist=(RIGHT,) if self.person else True)
+        self.game.reset()
+        self.step_done, self.over_at = True, None
+
+    def frame(self, keys: Keys) -> list[dict]:
+        messages = []
+        if self.game.done:
+            if self.over_at is None:
+                self.over_at = time.perf_counter()
+                messages.append({"type": "over", "left": self.game.points[LEFT], "right": self.game.points[RIGHT]})
+            if time.perf_counter() - self.over_at < GAME_OVER_PAUSE_SECONDS:
+                return messages
+            self.game.reset()
+            self.over_at, self.step_done = None, True
+            messages.append(self._score())
+        if self.step_done:  # the agents choose this step's actions from what they see now
+            right_action, right_prefs = preferences(self.right.agent, self.game.observation(RIGHT))
+            messages.append({"type": "prefs", "side": "right", **right_prefs})
+            left_action = keys.action()
+            if not self.person:
+                left_action, left_prefs = preferences(self.left.agent, self.game.observation(LEFT))
+                messages.append({"type": "prefs", "side": "left", **left_prefs})
+            self.game.begin_step(right_action, left_action)
+        before = list(self.game.points)
+        self.step_done = self.game.play_frame(keys.action() if self.person else None)
+        if self.game.points != before:
+            messages.append(self._score())
+        return messages
+
+    def _score(self) -> dict:
+        return {"type": "score", "left": self.game.points[LEFT], "right": self.game.points[RIGHT]}
+
+    def screen(self) -> np.ndarray:
+        return self.game.screen()
+
+    def facts(self) -> dict:
+        ram = self.game.ram()
+        return {"paddle_left": int(ram[RAM_PADDLE[LEFT]]), "paddle_right": int(ram[RAM_PADDLE[RIGHT]]),
+                "ram_score_left": int(ram[RAM_SCORE[LEFT]]), "ram_score_right": int(ram[RAM_SCORE[RIGHT]]),
+                "score_left": self.game.points[LEFT], "score_right": self.game.points[RIGHT]}
+
+    def close(self) -> None:
+        self.game.close()
+
+
+class BuiltinTable(Table):
+    """An agent on the right against the built-in AI, in the single-player game it trained on: the agent
+    steps 4 frames at once, which are then shown one per tick."""
+
+    def __init__(self, agent: Player, seed: int):
+        self.agent = agent
+        self.right_name, self.left_name = agent.name, "built-in AI"
+        self.game = PongGame(seed, profile=agent.agent.obs_profile)
+        self.observation = self.game.reset()
+        self.shown: deque = deque()
+        self.points = {"left": 0, "right": 0}
+        self.over_at = None
+        self._screen = self.game.rgb()
+
+    def frame(self, keys: Keys) -> list[dict]:
+        messages = []
+        if not self.shown:
+            if self.over_at is not None:
+                if time.perf_counter() - self.over_at < GAME_OVER_PAUSE_SECONDS:
+                    return messages
+                self.observation, self.over_at = self.game.reset(), None
+                self.points = {"left": 0, "right": 0}
+                messages.append({"type": "score", **self.points})
+            action, prefs = preferences(self.agent.agent, self.observation)
+            messages.append({"type": "prefs", "side": "right", **prefs})
+            self.game.colour_frames.clear()
+            self.observation, reward, terminated, truncated = self.game.step(action, record_colour=True)
+            self.shown.extend(self.game.colour_frames)
+            if reward:
+                self.points["right" if reward > 0 else "left"] += 1
+                messages.append({"type": "score", **self.points})
+            if terminated or truncated:
+                self.over_at = time.perf_counter()
+                messages.append({"type": "over", **self.points})
+        self._screen = self.shown.popleft()
+        return messages
+
+    def screen(self) -> np.ndarray:
+        return self._screen
+
+    def facts(self) -> dict:
+        return {"score_left": self.points["left"], "score_right": self.points["right"]}
+
+
+class Lobby:
+    """The agents named on the command line and the games being played."""
+
+    def __init__(self, agent: Player, opponent: Player | None, seed: int):
+        self.agent, self.opponent, self.seed = agent, opponent, seed
+        self.games: dict[int, dict] = {}
+        self.next_id = 0
+
+    def new_table(self) -> Table:
+        if self.opponent is None:
+            return TwoPlayerTable(self.agent, None)
+        if self.opponent.is_builtin:
+            return BuiltinTable(self.agent, self.seed + self.next_id)
+        return TwoPlayerTable(self.agent, self.opponent)
+
+
+async def play_game(websocket, lobby: Lobby) -> None:
+    """One page's game: frames out at 60 per second, key presses in, until the page goes away."""
+    from starlette.websockets import WebSocketDisconnect
+
+    await websocket.accept()
+    if len(lobby.games) >= MAX_GAMES:
+        await websocket.send_text(json.dumps({"type": "busy", "message": f"{MAX_GAMES} games are being played; "
+                                                                            "try again later"}))
+        await websocket.close(code=1013)
+        return
+    game_id, lobby.next_id = lobby.next_id, lobby.next_id + 1
+    table = lobby.new_table()
+    keys = Keys()
+    stats = {"frames": 0, "started": time.perf_counter(), "latency_ms": deque(maxlen=600),
+             "delivery_ms": deque(maxlen=600), "ignored_messages": 0, "table": table}
+    lobby.games[game_id] = stats
+
+    async def read_keys():
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            text = message.get("text")
+            try:
+                event = json.loads(text) if text is not None and len(text) <= MAX_MESSAGE_BYTES else None
+                key, pressed = event["key"], event["pressed"]
+                if not table.person or key not in ("up", "down", "fire") or not isinstance(pressed, bool):
+                    raise ValueError(key)
+            except (ValueError, TypeError, KeyError):
+                stats["ignored_messages"] += 1
+                continue
+            keys.press(key, pressed)
+            if isinstance(event.get("t"), (int, float)):  # the page's clock: the same machine's, on localhost
+                stats["delivery_ms"].append(time.time() * 1000 - event["t"])
+
+    reader = asyncio.create_task(read_keys())
+    try:
+        await websocket.send_text(json.dumps({"type": "hello", "left": table.left_name, "right": table.right_name,
+                                              "person": table.person, "actions": ACTION_NAMES}))
+        next_tick = time.perf_counter()
+        while not reader.done():
+            played = list(keys.pending)
+            keys.pending.clear()
+            messages = table.frame(keys)
+            now = time.perf_counter()
+            stats["latency_ms"].extend((now - received) * 1000 for received in played)
+            stats["frames"] += 1
+            await websocket.send_bytes(np.ascontiguousarray(table.screen()).tobytes())
+            for message in messages:
+                await websocket.send_text(json.dumps(message))
+            next_tick += FRAME_SECONDS
+            delay = next_tick - time.perf_counter()
+            if delay < -0.25:  # fell far behind (a slow machine): start the schedule again from now
+                next_tick, delay = time.perf_counter(), 0.0
+            await asyncio.sleep(max(0.0, delay))
+    except (WebSocketDisconnect, RuntimeError, ConnectionError):
+        pass  # the page went away mid-game: its game ends, the others go on
+    finally:
+        reader.cancel()
+        lobby.games.pop(game_id, None)
+        table.close()
+
+
+def _spread(values) -> dict:
+    ordered = sorted(values)
+    if not ordered:
+        return {"count": 0, "median": None, "p95": None, "max": None}
+    return {"count": len(ordered), "median": round(ordered[len(ordered) // 2], 3),
+            "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 3), "max": round(ordered[-1], 3)}
+
+
+def game_stats(lobby: Lobby) -> dict:
+    """Each game: frames played and their rate, the time from a key message's arrival to the emulator
+    frame that plays it (`key_latency_ms`) and from the page sending it to its arrival (`delivery_ms`),
+    the last 600 of each; messages ignored; what the emulator holds."""
+    games = []
+    for game_id, stats in lobby.games.items():
+        seconds = time.perf_counter() - stats["started"]
+        games.append({"id": game_id, "frames": stats["frames"], "fps": round(stats["frames"] / seconds, 2) if seconds else 0,
+                      "key_latency_ms": _spread(stats["latency_ms"]), "delivery_ms": _spread(stats["delivery_ms"]),
+                      "ignored_messages": stats["ignored_messages"], **stats["table"].facts()})
+    return {"games": games, "max_games": MAX_GAMES}
+
+
+def make_app(lobby: Lobby):
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route, WebSocketRoute
+
+    with open(PAGE) as handle:
+        page = handle.read()
+
+    async def index(request):
+        return HTMLResponse(page)
+
+    async def stats(request):
+        return JSONResponse(game_stats(lobby))
+
+    async def game(websocket):
+        await play_game(websocket, lobby)
+
+    return Starlette(routes=[Route("/", index), Route("/stats", stats), WebSocketRoute("/game", game)])
+
+
+def serve(agent_spec: str, opponent_spec: str | None, host: str, port: int, seed: int = 0) -> int:
+    """Load the agents, bind the port, print the address and serve until Ctrl-C."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise PongrlError("pongrl play needs starlette and uvicorn (pip install starlette uvicorn websockets)") from None
+    import torch
+
+    torch.set_num_threads(1)  # one small forward pass per agent step; the emulator loop wants the core
+    if not 0 <= port <= 65535:
+        raise PongrlError(f"--port must be between 0 and 65535, got {port}")
+    agent = load_player(agent_spec)
+    if agent.is_builtin:
+        raise PongrlError("the agent to play against must be a trained agent, not builtin "
+                          "(pongrl play AGENT --opponent builtin watches it play the built-in AI)")
+    opponent = load_player(opponent_spec) if opponent_spec else None
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(64)  # connections made before uvicorn starts wait in the queue
+    except OSError as error:
+        listener.close()
+        raise PongrlError(f"cannot listen on {host}:{port} ({error.strerror}); choose another --port") from None
+    bound_port = listener.getsockname()[1]
+    what = ("you (left) against " + agent.name if opponent is None else f"{agent.name} against {opponent.name}")
+    print(f"pongrl play: {what}: open http://{host}:{bound_port}/ (Ctrl-C stops)", flush=True)
+    config = uvicorn.Config(make_app(Lobby(agent, opponent, seed)), log_level="warning", ws="websockets-sansio",
+                            ws_max_size=MAX_MESSAGE_BYTES, lifespan="off", timeout_graceful_shutdown=2)
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    except KeyboardInterrupt:  # uvicorn shuts down cleanly on Ctrl-C, then passes the signal on
+        pass
+    print("pongrl play: stopped", flush=True)
+    return 0

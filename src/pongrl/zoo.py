@@ -1,0 +1,94 @@
+"""Agents that ship with pongrl: `zoo:NAME` wherever a command takes an agent.
+
+Each agent is two files in `pongrl/zoo_agents/`: NAME.safetensors (the playing network's weights; no
+code runs on load) and NAME.json, its card: algorithm, observation profile, env steps, the command
+that trained it, and its scores against the built-in AI with the commands that measured them.
+`benchmarks/zoo_entry.py` writes both from a checkpoint.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+
+from pongrl.errors import PongrlError
+
+PREFIX = "zoo:"
+FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zoo_agents")
+
+
+def is_zoo_spec(spec: str) -> bool:
+    return spec.startswith(PREFIX)
+
+
+def names() -> list[str]:
+    """Every shipped agent, sorted."""
+    if not os.path.isdir(FOLDER):
+        return []
+    return sorted(name[:-len(".safetensors")] for name in os.listdir(FOLDER) if name.endswith(".safetensors"))
+
+
+def expand(spec: str) -> list[str]:
+    """`zoo:PATTERN` (shell wildcards, `zoo:*` for all) -> the matching `zoo:NAME`s, in name order."""
+    pattern = spec[len(PREFIX):]
+    matched = [PREFIX + name for name in names() if fnmatch.fnmatchcase(name, pattern)]
+    if not matched:
+        raise PongrlError(f"{spec}: no agent in the zoo matches (it has: {', '.join(names()) or 'none'})")
+    return matched
+
+
+def weights_path(spec: str) -> str:
+    """`zoo:NAME` -> the path of its safetensors file."""
+    name = spec[len(PREFIX):]
+    if name not in names():
+        raise PongrlError(f"{spec}: no such agent in the zoo (it has: {', '.join(names()) or 'none'})")
+    return os.path.join(FOLDER, name + ".safetensors")
+
+
+def card(name: str) -> dict:
+    """The JSON card beside a shipped agent."""
+    path = os.path.join(FOLDER, name + ".json")
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        raise PongrlError(f"{path}: unreadable zoo card ({error})") from None
+
+
+def listing() -> list[dict]:
+    """One row per shipped agent: its card's main facts."""
+    rows = []
+    for name in names():
+        entry = card(name)
+        scores = entry.get("scores", {})
+        rows.append({"name": PREFIX + name, "algo": entry.get("algo"), "network": entry.get("network"),
+                     "share_network": entry.get("share_network"), "env_step": entry.get("env_step"),
+                     "exact": scores.get("every_start", {}).get("mean"),
+                     "sticky": scores.get("sticky_actions", {}).get("mean"),
+                     "megabytes": round(os.path.getsize(os.path.join(FOLDER, name + ".safetensors")) / 2**20, 1)})
+    return rows
+
+
+def format_listing(rows: list[dict]) -> str:
+    """The listing as a table for the terminal."""
+    if not rows:
+        return "the zoo is empty"
+
+    def score(value):
+        return "-" if value is None else f"{value:+.2f}"
+
+    lines = [f"{'agent':<24} {'algorithm':<10} {'env steps':>10} {'exact (31 starts)':>18} {'sticky 0.25':>12} {'MiB':>5}"]
+    for row in rows:
+        lines.append(f"{row['name']:<24} {row['algo']:<10} {row['env_step']:>10,} {score(row['exact']):>18} "
+                     f"{score(row['sticky']):>12} {row['megabytes']:>5}")
+    lines.append("scores: mean against the built-in AI; exact = greedy from each of the 31 no-op starts "
+                 "(pongrl eval zoo:NAME --every-start), sticky = 31 games with sticky actions 0.25, seed 0")
+    return "\n".join(lines)
+
+
+def best() -> str:
+    """The shipped agent with the best exact score against the built-in AI."""
+    rows = [row for row in listing() if row["exact"] is not None]
+    if not rows:
+        raise PongrlError("the zoo is empty: name an agent to play against")
+    return max(rows, key=lambda row: row["exact"])["name"]

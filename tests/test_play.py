@@ -1,0 +1,184 @@
+"""`pongrl play`: the real server, a real browser (Debian's headless Chromium through Selenium) and bad clients."""
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from pongrl import zoo
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+# CI installs the browser and sets this, so that a missing browser fails there instead of skipping.
+BROWSER_REQUIRED = os.environ.get("PONGRL_REQUIRE_BROWSER") == "1"
+
+
+class Server:
+    """`pongrl play ARGS --port 0` in its own process; `url` is the address it printed."""
+
+    def __init__(self, *args):
+        self.process = subprocess.Popen([sys.executable, "-m", "pongrl", "play", *args, "--port", "0"],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        assert "open http://" in line, line + self.process.stderr.read()
+        self.url = line.split("open ")[1].split()[0]
+        self.ws_url = self.url.replace("http://", "ws://") + "game"
+
+    def stats(self) -> dict:
+        with urllib.request.urlopen(self.url + "stats", timeout=5) as response:
+            return json.load(response)
+
+    def stop(self) -> tuple[int, str]:
+        """Ctrl-C, as a user stops it; returns the exit code and stderr."""
+        self.process.send_signal(signal.SIGINT)
+        try:
+            code = self.process.wait(timeout=15)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        return code, self.process.stderr.read()
+
+
+def wait_for(condition, seconds: float, what: str):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not (CHROMIUM and CHROMEDRIVER):
+        if BROWSER_REQUIRED:
+            pytest.fail("chromium and chromedriver are required here (apt-get install chromium chromium-driver)")
+        pytest.skip("no chromium/chromedriver on this machine (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
+                 f"--user-data-dir={tmp_path / 'chromium'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_a_person_plays_an_agent_in_the_browser(browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    agent = "zoo:" + zoo.names()[0]
+    server = Server(agent)
+    try:
+        browser.get(server.url)
+        wait_for(lambda: browser.find_element(By.ID, "status").get_attribute("data-fps"), 20, "frames on the page")
+        assert browser.find_element(By.ID, "name-right").text == agent
+        assert browser.find_element(By.ID, "name-left").text == "you"
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#prefs-right .bar")) == 6
+
+        def paddle():
+            return server.stats()["games"][0]["paddle_left"]
+
+        start = paddle()
+        ActionChains(browser).key_down(Keys.ARROW_UP).pause(0.6).key_up(Keys.ARROW_UP).perform()
+        top = wait_for(lambda: paddle() < start - 30 and paddle(), 5, "the left paddle to go up")
+        ActionChains(browser).key_down(Keys.ARROW_DOWN).pause(0.6).key_up(Keys.ARROW_DOWN).perform()
+        wait_for(lambda: paddle() > top + 30, 5, "the left paddle to go down")
+
+        # Serve (space) until a point has been played, then the page's score is the emulator's.
+        def scored():
+            ActionChains(browser).key_down(Keys.SPACE).pause(0.1).key_up(Keys.SPACE).perform()
+            game = server.stats()["games"][0]
+            return game["ram_score_left"] + game["ram_score_right"] > 0
+
+        wait_for(scored, 60, "a point")
+
+        def page_matches_emulator():
+            before = server.stats()["games"][0]
+            page = (int(browser.find_element(By.ID, "score-left").text), int(browser.find_element(By.ID, "score-right").text))
+            after = server.stats()["games"][0]
+            ram = (before["ram_score_left"], before["ram_score_right"])
+            return ram == (after["ram_score_left"], after["ram_score_right"]) and page == ram
+
+        wait_for(page_matches_emulator, 10, "the page's score to match the emulator's")
+        game = server.stats()["games"][0]
+        assert game["fps"] > 20 and game["key_latency_ms"]["count"] >= 4
+    finally:
+        code, err = server.stop()
+    assert code == 0 and "Traceback" not in err, err
+
+
+def test_bad_clients_do_not_stop_the_server_and_ctrl_c_leaves_nothing_running():
+    import websockets
+
+    server = Server("zoo:" + zoo.names()[0])
+
+    async def frames(socket, count):
+        received = 0
+        while received < count:
+            if isinstance(await asyncio.wait_for(socket.recv(), 10), bytes):
+                received += 1
+
+    async def scenario():
+        async with websockets.connect(server.ws_url) as good:
+            await frames(good, 5)
+            # Garbage, wrong types, binary data, a key the page never sends: ignored.
+            for junk in ("not json", "[1, 2]", json.dumps({"key": "up"}), json.dumps({"key": "../etc", "pressed": True}),
+                         json.dumps({"key": "up", "pressed": "yes"})):
+                await good.send(junk)
+            await good.send(b"\x00\x01binary")
+            await frames(good, 5)
+            assert server.stats()["games"][0]["ignored_messages"] == 6
+            # An oversized message closes that connection only.
+            oversized = await websockets.connect(server.ws_url)
+            await oversized.send("x" * 5000)
+            with pytest.raises(websockets.ConnectionClosed):
+                await frames(oversized, 10_000)
+            # More pages than games allowed: the extra ones are told the server is busy.
+            others = [await websockets.connect(server.ws_url) for _ in range(6)]
+            replies = []
+            for other in others:
+                try:
+                    replies.append(json.loads(await asyncio.wait_for(other.recv(), 10))["type"])
+                except websockets.ConnectionClosed:
+                    replies.append("closed")
+            assert replies.count("hello") == 3 and replies.count("busy") == 3, replies
+            # Tabs closed mid-game without a goodbye: their games end, the others play on.
+            for other in others:
+                other.transport.abort()
+            await frames(good, 30)
+            assert good.state == websockets.protocol.State.OPEN
+
+    asyncio.run(scenario())
+    stats = wait_for(lambda: (lambda s: len(s["games"]) == 0 and s)(server.stats()), 10, "the closed games to end")
+    assert stats["max_games"] == 4
+    code, err = server.stop()
+    assert code == 0 and "Traceback" not in err, err
+    # Nothing was left listening: the port can be listened on again (closed connections may linger in
+    # TIME_WAIT, which SO_REUSEADDR allows for, as the server itself does; a live listener it does not).
+    import socket
+
+    port = int(server.url.rsplit(":", 1)[1].strip("/"))
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+        probe.listen(1)
+
+
+def test_play_refuses_bad_agents_in_one_line():
+    for args in (["no/such/file.pt"], ["builtin"], ["zoo:" + zoo.names()[0], "--opponent", "zoo:nothing"]):
+        done = subprocess.run([sys.executable, "-m", "pongrl", "play", *args, "--port", "0"], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1 and done.stderr.startswith("pongrl: error: "), done.stderr

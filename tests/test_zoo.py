@@ -1,0 +1,166 @@
+"""Agents that ship with pongrl (zoo:NAME) and agents from the Hugging Face Hub (hf://OWNER/REPO/FILE)."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from pongrl import zoo
+from pongrl.agent import load_agent, save_safetensors_agent
+from pongrl.arena import load_player
+from pongrl.errors import PongrlError
+from pongrl.evaluate import evaluate_every_start
+from pongrl.league import collect_entrants
+from pongrl.nets import ActorCritic, QNetwork
+
+from cli_helpers import run as run_cli
+
+OBS_STANDARD = np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
+OBS_SEED = np.ascontiguousarray(OBS_STANDARD.transpose(0, 2, 3, 1))
+
+
+# ---- the zoo ------------------------------------------------------------------------------------------
+def test_the_zoo_ships_agents_with_cards():
+    assert zoo.names(), "pongrl ships agents in src/pongrl/zoo_agents"
+    total = 0
+    for name in zoo.names():
+        card = zoo.card(name)
+        path = zoo.weights_path(zoo.PREFIX + name)
+        with open(path, "rb") as handle:
+            assert hashlib.sha256(handle.read()).hexdigest() == card["sha256"], name
+        assert card["trained_with"].startswith("pongrl ") and card["algo"] in ("dqn", "ppo", "selfplay")
+        assert len(card["scores"]["every_start"]["per_start"]) == 31
+        total += os.path.getsize(path) + os.path.getsize(path[:-len(".safetensors")] + ".json")
+    assert total < 60 * 2**20
+
+
+@pytest.mark.parametrize("name", zoo.names())
+def test_a_shipped_agent_replays_the_exact_score_on_its_card(name):
+    # The emulator is deterministic and greedy play too: all 31 starts must give the recorded scores.
+    card = zoo.card(name)
+    agent = load_agent(zoo.PREFIX + name)
+    assert agent.env_step == card["env_step"] and agent.obs_profile == card["obs_profile"]
+    scores = [game["score"] for game in evaluate_every_start(agent)]
+    assert scores == card["scores"]["every_start"]["per_start"]
+
+
+def test_zoo_names_in_commands_and_bad_names(capsys):
+    code, out, _ = run_cli(["zoo", "--json"], capsys)
+    assert code == 0 and [row["name"] for row in json.loads(out)] == [zoo.PREFIX + name for name in zoo.names()]
+    code, out, _ = run_cli(["zoo"], capsys)
+    assert code == 0 and all(zoo.PREFIX + name in out for name in zoo.names())
+    code, _, err = run_cli(["eval", "zoo:no-such-agent"], capsys)
+    err = err.strip()
+    assert code == 1 and err.startswith("pongrl: error: zoo:no-such-agent: no such agent in the zoo") and "\n" not in err
+    entrants = collect_entrants(["zoo:*"], include_builtin=True)
+    assert [e.name for e in entrants[:-1]] == [zoo.PREFIX + name for name in zoo.names()]
+    with pytest.raises(PongrlError, match="no agent in the zoo matches"):
+        collect_entrants(["zoo:nothing*"], include_builtin=True)
+    player = load_player(zoo.PREFIX + zoo.names()[0])
+    assert player.name == zoo.PREFIX + zoo.names()[0]
+
+
+# ---- safetensors agents -------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["dqn", "selfplay-shared", "selfplay-separate"])
+def test_a_safetensors_agent_plays_as_the_network_it_was_saved_from(tmp_path, kind):
+    torch.manual_seed(0)
+    if kind == "dqn":
+        network, algo, profile, obs = QNetwork(6), "dqn", "standard", OBS_STANDARD
+        expected = network(torch.from_numpy(obs)).detach().numpy()
+    else:
+        network, algo, profile, obs = ActorCritic(6, share_network=kind.endswith("shared")), "selfplay", "seed", OBS_SEED
+        expected = network.logits(torch.from_numpy(obs)).detach().numpy()
+    path = str(tmp_path / "agent.safetensors")
+    save_safetensors_agent(path, network.state_dict(), algo, 12345, profile)
+    agent = load_agent(path)
+    assert agent.env_step == 12345 and agent.obs_profile == profile
+    np.testing.assert_allclose(agent.preferences(obs), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_damaged_safetensors_file_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "agent.safetensors"
+    save_safetensors_agent(str(path), QNetwork(6).state_dict(), "dqn", 1, "standard")
+    path.write_bytes(path.read_bytes()[:5000])
+    with pytest.raises(PongrlError, match="not a readable safetensors file"):
+        load_agent(str(path))
+
+
+# ---- the Hugging Face Hub -----------------------------------------------------------------------------
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def hub_cache(root, repo_id: str, files: dict) -> str:
+    """A Hugging Face cache in the Hub's own layout (models--OWNER--REPO/{refs/main, snapshots/COMMIT/...})
+    holding `files` (name -> writer of that path), as huggingface_hub leaves it after a download."""
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(COMMIT)
+    for name, write in files.items():
+        target = repo / "snapshots" / COMMIT / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write(str(target))
+    return str(root)
+
+
+class RunsCode:
+    """A pickle that would run code when unpickled: weights_only loading must refuse it."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def cli(args, env):
+    """`pongrl ARGS` in a fresh process with the given Hub settings (huggingface_hub reads them at import)."""
+    env = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-m", "pongrl", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_hub_agents_load_from_the_cache_offline_and_pickled_code_is_refused(tmp_path):
+    torch.manual_seed(1)
+    dqn, card_agent = QNetwork(6), ActorCritic(6, share_network=False)
+    marker = tmp_path / "code-ran"
+    cache = hub_cache(tmp_path / "cache", "alice/pong", {
+        "dqn.safetensors": lambda p: save_safetensors_agent(p, dqn.state_dict(), "dqn", 7, "standard"),
+        "checkpoints/agent.pt": lambda p: torch.save(card_agent.state_dict(), p),  # the self-play card's format
+        "evil.pt": lambda p: torch.save({"weights": RunsCode(str(marker))}, p),
+    })
+    offline = {"HF_HUB_CACHE": cache, "HF_HUB_OFFLINE": "1"}
+
+    done = cli(["eval", "hf://alice/pong/dqn.safetensors", "--episodes", "1", "--json"], offline)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["checkpoint"] == "hf://alice/pong/dqn.safetensors" and result["env_step"] == 7
+
+    # In this process: the card's bare state_dict from the cache plays as the network it came from.
+    os.environ.update(offline)
+    try:
+        agent = load_agent("hf://alice/pong/checkpoints/agent.pt")
+        np.testing.assert_allclose(agent.preferences(OBS_SEED), card_agent.logits(torch.from_numpy(OBS_SEED)).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        with pytest.raises(PongrlError, match="not a readable pongrl checkpoint"):
+            load_agent("hf://alice/pong/evil.pt")
+        assert not marker.exists()
+        with pytest.raises(PongrlError, match="hf://OWNER/REPO/FILE"):
+            load_agent("hf://alice/pong")
+    finally:
+        for key in offline:
+            os.environ.pop(key)
+
+    missing = cli(["eval", "hf://alice/pong/missing.pt"], offline)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == ("pongrl: error: hf://alice/pong/missing.pt: not in the local Hugging Face cache, "
+                                      "and HF_HUB_OFFLINE is set")
+
+    # Not offline but the Hub unreachable (a closed local port as its address): the cached copy is used.
+    unreachable = {"HF_HUB_CACHE": cache, "HF_ENDPOINT": "http://127.0.0.1:9"}
+    done = cli(["duel", "hf://alice/pong/dqn.safetensors", "hf://alice/pong/checkpoints/agent.pt", "--games", "2",
+                "--max-frames", "400", "--json"], unreachable)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["per_game"]) == 2
