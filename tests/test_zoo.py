@@ -122,7 +122,7 @@ def cli(args, env):
     return subprocess.run([sys.executable, "-m", "pongrl", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_hub_agents_load_from_the_cache_offline_and_pickled_code_is_refused(tmp_path):
+def test_hub_agents_load_from_the_cache_offline_and_pickled_code_is_refused(tmp_path, monkeypatch):
     torch.manual_seed(1)
     dqn, card_agent = QNetwork(6), ActorCritic(6, share_network=False)
     marker = tmp_path / "code-ran"
@@ -138,20 +138,20 @@ def test_hub_agents_load_from_the_cache_offline_and_pickled_code_is_refused(tmp_
     result = json.loads(done.stdout)
     assert result["checkpoint"] == "hf://alice/pong/dqn.safetensors" and result["env_step"] == 7
 
-    # In this process: the card's bare state_dict from the cache plays as the network it came from.
-    os.environ.update(offline)
-    try:
-        agent = load_agent("hf://alice/pong/checkpoints/agent.pt")
-        np.testing.assert_allclose(agent.preferences(OBS_SEED), card_agent.logits(torch.from_numpy(OBS_SEED)).detach().numpy(),
-                                   rtol=1e-5, atol=1e-6)
-        with pytest.raises(PongrlError, match="not a readable pongrl checkpoint"):
-            load_agent("hf://alice/pong/evil.pt")
-        assert not marker.exists()
-        with pytest.raises(PongrlError, match="hf://OWNER/REPO/FILE"):
-            load_agent("hf://alice/pong")
-    finally:
-        for key in offline:
-            os.environ.pop(key)
+    # In this process (huggingface_hub read its settings when first imported, so they are set on it):
+    # the card's bare state_dict from the cache plays as the network it came from.
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", cache)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    agent = load_agent("hf://alice/pong/checkpoints/agent.pt")
+    np.testing.assert_allclose(agent.preferences(OBS_SEED), card_agent.logits(torch.from_numpy(OBS_SEED)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(PongrlError, match="not a readable pongrl checkpoint"):
+        load_agent("hf://alice/pong/evil.pt")
+    assert not marker.exists()
+    with pytest.raises(PongrlError, match="hf://OWNER/REPO/FILE"):
+        load_agent("hf://alice/pong")
 
     missing = cli(["eval", "hf://alice/pong/missing.pt"], offline)
     assert missing.returncode == 1

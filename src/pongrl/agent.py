@@ -11,7 +11,7 @@ import torch
 from pongrl import hub, zoo
 from pongrl.checkpoint import atomic_write_bytes, is_checkpoint, read_weights_file, resolve, validate_checkpoint
 from pongrl.errors import PongrlError
-from pongrl.nets import ActorCritic, QNetwork, float32_arithmetic, is_shared_torso, torso_kind
+from pongrl.nets import ActorCritic, QNetwork, float32_arithmetic, is_shared_torso, torso_kind, torso_layers
 
 NUM_ACTIONS = 6
 # A DQN agent has no policy to sample from; "sampled" play makes it epsilon-greedy with the
@@ -31,6 +31,12 @@ class Agent:
         self.env_step = env_step
 
     def preferences(self, obs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def layers(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        """Every layer's activations for a batch of observations, flattened to (N, width), in float32:
+        "input" (the observation, scaled to [0, 1]), the torso's conv1, conv2, ... and fc, and "output"
+        (Q-values or policy logits; an actor-critic also gives "value")."""
         raise NotImplementedError
 
     def act(self, obs: np.ndarray, epsilon: float = 0.0, rng: np.random.Generator | None = None,
@@ -62,6 +68,13 @@ class QAgent(Agent):
         with float32_arithmetic(self.network):
             return self.network(torch.from_numpy(obs)).numpy()
 
+    @torch.inference_mode()
+    def layers(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        x = torch.from_numpy(obs).float().mul_(1.0 / 255.0)
+        layers = {"input": x, **torso_layers(self.network.torso, x)}
+        layers["output"] = self.network.head(layers["fc"])
+        return {name: value.reshape(len(obs), -1).numpy() for name, value in layers.items()}
+
 
 class PolicyAgent(Agent):
     """A PPO agent: the most likely action of its policy."""
@@ -78,6 +91,18 @@ class PolicyAgent(Agent):
             frames = frames.permute(0, 2, 3, 1)
         with float32_arithmetic(self.network):
             return self.network.logits(frames).numpy()
+
+    @torch.inference_mode()
+    def layers(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        frames = torch.from_numpy(obs)
+        if self.obs_profile == "standard":
+            frames = frames.permute(0, 2, 3, 1)
+        x = self.network._prepare(frames)
+        layers = {"input": x, **torso_layers(self.network.actor_network, x)}
+        layers["output"] = self.network.actor(layers["fc"])
+        critic_features = layers["fc"] if self.network.share_network else self.network.critic_network(x)
+        layers["value"] = self.network.critic(critic_features)
+        return {name: value.reshape(len(obs), -1).numpy() for name, value in layers.items()}
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         logits = self.preferences(obs).astype(np.float64)

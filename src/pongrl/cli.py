@@ -14,6 +14,7 @@ import sys
 import time
 
 from pongrl import config as config_module
+from pongrl.probes import cli as probe_cli
 from pongrl.errors import PongrlError
 
 
@@ -258,6 +259,8 @@ def build_parser() -> Parser:
     play.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     play.add_argument("--port", type=_int, default=8000, help="port to listen on (default 8000; 0 picks a free one)")
     play.add_argument("--seed", type=_int, default=0, help="seed of the built-in AI's games (default 0)")
+
+    probe_cli.add_parser(commands, AGENT_HELP, _positive_int, _int)
 
     zoo = commands.add_parser("zoo", help="list the agents that ship with pongrl (zoo:NAME) with their scores")
     zoo.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -581,6 +584,10 @@ def cmd_play(args) -> int:
     return play.serve(args.agent or zoo.best(), args.opponent, args.host, args.port, args.seed)
 
 
+def cmd_probe(args) -> int:
+    return probe_cli.run(args)
+
+
 def cmd_zoo(args) -> int:
     from pongrl import zoo
 
@@ -589,7 +596,7 @@ def cmd_zoo(args) -> int:
     return 0
 
 
-COMMANDS = {"play": cmd_play, "zoo": cmd_zoo, "train": cmd_train, "resume": cmd_resume, "branch": cmd_branch, "eval": cmd_eval, "duel": cmd_duel, "league": cmd_league,
+COMMANDS = {"probe": cmd_probe, "play": cmd_play, "zoo": cmd_zoo, "train": cmd_train, "resume": cmd_resume, "branch": cmd_branch, "eval": cmd_eval, "duel": cmd_duel, "league": cmd_league,
             "export": cmd_export, "plot": cmd_plot, "video": cmd_video, "card": cmd_card}
 
 

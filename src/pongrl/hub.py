@@ -8,8 +8,6 @@ in the cache is refused in one line.
 """
 from __future__ import annotations
 
-import os
-
 from pongrl.errors import PongrlError
 
 PREFIX = "hf://"
@@ -38,7 +36,9 @@ def download(spec: str) -> str:
     except ImportError:
         raise PongrlError(f"{spec}: loading from the Hub needs huggingface_hub (pip install huggingface_hub)") from None
     hub_logging.set_verbosity_error()  # its retry warnings would bury the one-line reason given below
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    from huggingface_hub import constants
+
+    offline = constants.HF_HUB_OFFLINE
     try:
         return hf_hub_download(repo_id, filename)
     except LocalEntryNotFoundError:

@@ -46,6 +46,20 @@ def torso_features(torso: nn.Sequential, x: torch.Tensor, bfloat16: bool) -> tor
         return torso(x).float()
 
 
+def torso_layers(torso: nn.Sequential, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The torso's activations after each ReLU, in float32: conv1, conv2, ... (N, C, H, W) and fc (N, units)."""
+    layers, convolutions = {}, 0
+    for layer in torso:
+        x = layer(x)
+        if isinstance(layer, nn.ReLU):
+            if x.ndim == 4:
+                convolutions += 1
+                layers[f"conv{convolutions}"] = x
+            else:
+                layers["fc"] = x
+    return layers
+
+
 @contextmanager
 def float32_arithmetic(network: nn.Module):
     """Run `network` (a QNetwork or ActorCritic) in float32 inside the block, whatever precision it

@@ -28,11 +28,11 @@ games comes from a number of no-op frames at the start, drawn by the caller; it 
 """
 from __future__ import annotations
 
-import cv2
 import numpy as np
 
-from pongrl.envs.two_player import (CLASSIC_MODE, FRAME_SIZE, FRAME_SKIP, FRAME_STACK, NUM_ACTIONS,
-                                    SCREEN_HEIGHT, SCREEN_WIDTH, SeedFrameStack, pong_rom_path, seed_frame)
+from pongrl.envs.two_player import (CLASSIC_MODE, FRAME_SKIP, NUM_ACTIONS, SCREEN_HEIGHT, SCREEN_WIDTH,
+                                    pong_rom_path)
+from pongrl.envs.views import VIEWS
 
 MAX_START_NOOP_FRAMES = 60  # half the serve window: no penalty can fall before the players act
 DEFAULT_MAX_FRAMES = 100_000  # pong_v3's max_cycles
@@ -40,43 +40,6 @@ RIGHT, LEFT = 0, 1
 FIRE = 1  # in Pong's minimal action set
 BALL_HEIGHT_RAM = 54  # the ball's height; 0 while the ball is out of play
 BALL_ACROSS_RAM = 49  # the ball's horizontal position; 0 while out of play (read by benchmarks/)
-
-
-class _StandardView:
-    """The DQN protocol's (4, 84, 84) grayscale stack."""
-
-    def __init__(self):
-        self.stack = np.zeros((FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
-
-    def reset(self, gray: np.ndarray, rgb: np.ndarray) -> None:
-        self.stack[:] = 0
-        self.stack[-1] = cv2.resize(gray, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
-
-    def push(self, gray: np.ndarray, rgb: np.ndarray) -> None:
-        self.stack[:-1] = self.stack[1:]
-        self.stack[-1] = cv2.resize(gray, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
-
-    def observation(self, mirror: bool) -> np.ndarray:
-        return self.stack[:, :, ::-1] if mirror else self.stack
-
-
-class _SeedView:
-    """The self-play card's (84, 84, 4) blue-channel stack with the score blanked."""
-
-    def __init__(self):
-        self.stack = SeedFrameStack(1)
-
-    def reset(self, gray: np.ndarray, rgb: np.ndarray) -> None:
-        self.stack.reset(0, seed_frame(rgb))
-
-    def push(self, gray: np.ndarray, rgb: np.ndarray) -> None:
-        self.stack.push(0, seed_frame(rgb))
-
-    def observation(self, mirror: bool) -> np.ndarray:
-        return self.stack.observation(0, mirror)
-
-
-VIEWS = {"standard": _StandardView, "seed": _SeedView}
 
 
 class MatchGame:

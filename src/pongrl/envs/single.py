@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 
-import cv2
 import gymnasium
 import numpy as np
 
@@ -76,20 +75,21 @@ def make_vector_env(num_envs: int, seed: int, num_threads: int = 0,
     return env, obs
 
 
-def preprocess(gray_frame: np.ndarray) -> np.ndarray:
-    return cv2.resize(gray_frame, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
-
-
 class PongGame:
     """One emulator with the training protocol, exposing the colour screen as well as the stack.
 
-    `profile` picks what the agent sees: "standard" is the DQN protocol above, a (4, 84, 84) stack;
-    "seed" is the self-play card's view, (84, 84, 4) channel-last: the blue channel of the max over
-    the last two RGB frames, resized by tinyscaler as SuperSuit does, score rows blanked. The
-    single-player agent holds the right paddle, the card's `first_0`, so nothing is mirrored.
+    `profile` picks what the agent sees (pongrl.envs.views): "standard" is the DQN protocol above, a
+    (4, 84, 84) stack; "seed" is the self-play card's view, (84, 84, 4) channel-last: the blue channel
+    of the max over the last two RGB frames, resized by tinyscaler as SuperSuit does, score rows
+    blanked. The single-player agent holds the right paddle, the card's `first_0`, so nothing is
+    mirrored. `extra_profiles` keeps more views of the same game (`observation(profile)`), for agents
+    that watch a game another one plays.
     """
 
-    def __init__(self, seed: int, noop_max: int = NOOP_MAX, profile: str = "standard", sticky_actions: float = 0.0):
+    def __init__(self, seed: int, noop_max: int = NOOP_MAX, profile: str = "standard", sticky_actions: float = 0.0,
+                 extra_profiles: tuple[str, ...] = ()):
+        from pongrl.envs.views import VIEWS
+
         self.ale = ale_py.ALEInterface()
         self.ale.setLoggerMode(ale_py.LoggerMode.Error)
         self.ale.setInt("random_seed", int(seed) % (2**31))  # also drives the sticky actions, if any
@@ -101,27 +101,18 @@ class PongGame:
         self.rng = np.random.default_rng(seed)
         self.noop_max = noop_max
         self.profile = profile
-        if profile == "seed":
-            from pongrl.envs.two_player import SeedFrameStack, seed_frame
-
-            self._seed_frame, self._seed_stack = seed_frame, SeedFrameStack(1)
-        self.stack = np.zeros((FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+        self.views = {name: VIEWS[name]() for name in (profile, *extra_profiles)}
+        self.need_gray, self.need_rgb = "standard" in self.views, "seed" in self.views
         self.colour_frames: list[np.ndarray] = []
 
-    def _screen(self) -> np.ndarray:
-        return self.ale.getScreenRGB() if self.profile == "seed" else self.ale.getScreenGrayscale()
+    def _screens(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The current grayscale and RGB screens, each only if a view needs it."""
+        return (self.ale.getScreenGrayscale() if self.need_gray else None,
+                self.ale.getScreenRGB() if self.need_rgb else None)
 
-    def _observation(self, screen: np.ndarray, first: bool) -> np.ndarray:
-        if self.profile == "seed":
-            frame = self._seed_frame(screen)
-            self._seed_stack.reset(0, frame) if first else self._seed_stack.push(0, frame)
-            return self._seed_stack.observation(0).copy()
-        if first:
-            self.stack[:] = 0
-        else:
-            self.stack = np.roll(self.stack, -1, axis=0)
-        self.stack[-1] = preprocess(screen)
-        return self.stack.copy()
+    def observation(self, profile: str | None = None) -> np.ndarray:
+        """The current stack in `profile` (default: the game's own), a copy."""
+        return self.views[profile or self.profile].observation(mirror=False).copy()
 
     def seed_emulator(self, seed: int) -> None:
         """Reseed the emulator's own random stream (it draws only the sticky actions)."""
@@ -138,7 +129,10 @@ class PongGame:
             self.ale.act(self.actions[0])
             if self.ale.game_over():
                 self.ale.reset_game()
-        return self._observation(self._screen(), first=True)
+        gray, rgb = self._screens()
+        for view in self.views.values():
+            view.reset(gray, rgb)
+        return self.observation()
 
     def rgb(self) -> np.ndarray:
         """The full-colour screen at native resolution (210x160x3)."""
@@ -153,14 +147,17 @@ class PongGame:
             if record_colour:
                 self.colour_frames.append(self.ale.getScreenRGB())
             if skipped >= FRAME_SKIP - 2:
-                last_two.append(self._screen())
+                last_two.append(self._screens())
             if self.ale.game_over():
                 break
-        screen = np.maximum(last_two[0], last_two[1]) if len(last_two) == 2 else (
-            last_two[0] if last_two else self._screen())
+        if not last_two:  # the game ended on the step's first or second frame: the screen as it is
+            last_two.append(self._screens())
+        gray, rgb = (None if last_two[0][k] is None else np.maximum(last_two[0][k], last_two[-1][k]) for k in (0, 1))
+        for view in self.views.values():
+            view.push(gray, rgb)
         terminated = self.ale.game_over(with_truncation=False)
         truncated = not terminated and self.ale.game_over()
-        return self._observation(screen, first=False), reward, terminated, truncated
+        return self.observation(), reward, terminated, truncated
 
 
 class PongEnv(gymnasium.Env):

@@ -1,0 +1,5 @@
+"""Probes of what a checkpoint knows: per-layer activations beside the emulator's RAM ground truth.
+
+`labels` reads the ground truth, `activations` the layers, `collect` records both while games are played
+(HDF5, written a game at a time), `fit` fits linear probes by whole games, `cli` is `pongrl probe`.
+"""

@@ -1,0 +1,82 @@
+"""`pongrl probe`: its command line (collect, fit, across), kept apart from pongrl's main parser."""
+from __future__ import annotations
+
+import sys
+
+
+def add_parser(commands, agent_help: str, positive_int, integer) -> None:
+    probe = commands.add_parser("probe", help="linear probes of what each layer of an agent knows (RAM ground truth)")
+    steps = probe.add_subparsers(dest="probe_command", metavar="{collect,fit,across}", required=True)
+    collect = steps.add_parser("collect", help="play games and record the RAM labels and every layer's activations")
+    collect.add_argument("agents", nargs="+", metavar="AGENT",
+                         help=agent_help + "; the first plays, all record their layers on the same frames")
+    collect.add_argument("--frames", type=positive_int, required=True, help="agent steps to record")
+    collect.add_argument("--out", required=True, help="folder to write (an interrupted collect continues there)")
+    collect.add_argument("--opponent", default="builtin", help="builtin (the only opponent for now)")
+    collect.add_argument("--sample", action="store_true", help="the first agent samples its actions instead of greedy")
+    collect.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    fit = steps.add_parser("fit", help="fit linear probes per agent, layer and label; write probes.csv and probes.md")
+    fit.add_argument("out", metavar="DIR", help="a folder written by pongrl probe collect")
+    fit.add_argument("--layers", nargs="+", help="only these layers (default all)")
+    fit.add_argument("--labels", nargs="+", help="only these labels (default all)")
+    fit.add_argument("--seed", type=integer, default=0, help="seed of the split into train and test games (default 0)")
+    across = steps.add_parser("across", help="the study over runs' checkpoints: collect, fit, probes.png against env steps")
+    across.add_argument("runs", nargs="+", metavar="RUN", help="run directories; all their kept checkpoints take part")
+    across.add_argument("--out", required=True, help="folder to write (an interrupted study continues there)")
+    across.add_argument("--every", type=positive_int, default=1, help="every K-th checkpoint of each run, and its last (default 1)")
+    across.add_argument("--frames", type=positive_int, default=20_000, help="agent steps to record (default 20000)")
+    across.add_argument("--layers", nargs="+", help="only these layers (default all)")
+    across.add_argument("--labels", nargs="+", help="only these labels (default all)")
+    across.add_argument("--sample", action="store_true", help="the playing checkpoint samples its actions")
+    across.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+
+
+def _progress(total: int, unit: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, disable=not sys.stderr.isatty(), dynamic_ncols=True)
+
+
+def run(args) -> int:
+    if args.probe_command == "across":
+        return run_across(args)
+    if args.probe_command == "collect":
+        from pongrl.probes.collect import collect
+
+        with _progress(args.frames, "frame") as bar:
+            summary = collect(args.agents, args.frames, args.out, args.opponent, args.sample, args.seed, bar.update)
+        print(f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
+              f"{', '.join(summary['agents'])}")
+        return 0
+    from pongrl.probes.fit import ProbeData, fit, write_results
+
+    data = ProbeData(args.out)
+    if not data.complete:
+        print(f"pongrl probe fit: {args.out} holds an interrupted collect ({data.frames:,} of "
+              f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games", file=sys.stderr)
+    pairs = sum(len(names) if not args.layers else len(set(names) & set(args.layers)) for names in data.layers.values())
+    with _progress(pairs, "layer") as bar:
+        rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update)
+    csv_path, md_path = write_results(rows, args.out)
+    print(f"{len(rows)} probes on {data.frames:,} frames: {csv_path}, {md_path}")
+    return 0
+
+
+def run_across(args) -> int:
+    import os
+
+    from pongrl.probes.across import plot_across, study_agents
+    from pongrl.probes.collect import collect
+    from pongrl.probes.fit import fit, write_results
+
+    agents = study_agents(args.runs, args.every)
+    print(f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
+          file=sys.stderr)
+    with _progress(args.frames, "frame") as bar:
+        collect(agents, args.frames, args.out, sample=args.sample, seed=args.seed, progress=bar.update)
+    with _progress(None, "layer") as bar:
+        rows, data = fit(args.out, args.layers, args.labels, progress=bar.update)
+    csv_path, md_path = write_results(rows, args.out)
+    chart = plot_across(rows, data.settings["agents"], os.path.join(args.out, "probes.png"))
+    print(f"{len(rows)} probes of {len(agents)} checkpoints on {data.frames:,} frames: {csv_path}, {md_path}, {chart}")
+    return 0

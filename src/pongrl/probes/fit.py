@@ -1,0 +1,205 @@
+"""`pongrl probe fit`: linear probes of every recorded layer for every label, split by whole games.
+
+For each (agent, layer): the games are split once, with a fixed seed, into train and test games (never
+frames: neighbouring frames of one game are nearly the same, and would leak); features are standardized
+with the train games' statistics. Two scores per label:
+- AtariARI's protocol (Anand et al. 2019): each label's values (raw RAM bytes, or the derived labels'
+  values) as classes, a linear softmax classifier, weighted F1 on the test games (a value never seen in
+  training counts as a miss);
+- for positions and velocities, R^2 of a ridge regression (scikit-learn).
+Each score comes with its control (Hewitt and Liang 2019): the same probe trained on the train games'
+labels shuffled across frames, scored against the true test labels. Selectivity is score minus control:
+a strong probe on a layer that does not know the label scores high on the control too. The baselines of
+AtariARI's table are rows of their own: `random-init` (the first agent's architecture, untrained) and each
+agent's `input` layer (its observation's pixels).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import numpy as np
+import torch
+
+from pongrl.errors import PongrlError
+from pongrl.probes.collect import SETTINGS_FILE, game_files
+from pongrl.probes.labels import LABELS, REGRESSION_LABELS
+
+TEST_FRACTION = 0.2
+SPLIT_SEED = 0
+RIDGE_ALPHA = 1.0
+CLASSIFIER_EPOCHS = 8
+CLASSIFIER_BATCH = 512
+COLUMNS = ["agent", "env_step", "layer", "label", "metric", "score", "control", "selectivity", "train_frames",
+           "test_frames", "test_games"]
+
+
+def split_games(games: list[int], seed: int = SPLIT_SEED) -> tuple[list[int], list[int]]:
+    """Whole games to train and test, disjoint (asserted), the test share TEST_FRACTION (at least one)."""
+    if len(games) < 2:
+        raise PongrlError(f"probes need at least two games to split train from test; the collect holds {len(games)}")
+    order = np.random.default_rng(seed).permutation(sorted(games))
+    test_count = max(1, int(round(TEST_FRACTION * len(games))))
+    test, train = sorted(order[:test_count].tolist()), sorted(order[test_count:].tolist())
+    assert not set(train) & set(test)
+    return train, test
+
+
+class ProbeData:
+    """The game files of a collect, read a dataset at a time."""
+
+    def __init__(self, out_dir: str):
+        import h5py
+
+        self.out_dir = out_dir
+        settings_path = os.path.join(out_dir, SETTINGS_FILE)
+        try:
+            with open(settings_path) as handle:
+                self.settings = json.load(handle)
+        except (OSError, ValueError):
+            raise PongrlError(f"{out_dir}: not a probe collect (no readable {SETTINGS_FILE})") from None
+        self.paths = game_files(out_dir)
+        self.games, self.rows = [], []
+        for path in self.paths:
+            try:
+                with h5py.File(path, "r") as data:
+                    self.games.append(int(data.attrs["game"]))
+                    self.rows.append(len(data["step"]))
+                    if path == self.paths[0]:
+                        self.layers = {int(index): sorted(group.keys()) for index, group in data["agents"].items()}
+            except (OSError, KeyError) as error:
+                raise PongrlError(f"{path}: unreadable probe data ({error})") from None
+        if not self.paths:
+            raise PongrlError(f"{out_dir}: the collect holds no complete game yet")
+        self.frames = sum(self.rows)
+
+    @property
+    def complete(self) -> bool:
+        return self.frames >= self.settings.get("frames", 0)
+
+    def read(self, dataset: str, games: list[int]) -> np.ndarray:
+        import h5py
+
+        chosen = set(games)
+        parts = []
+        for path, game in zip(self.paths, self.games):
+            if game in chosen:
+                with h5py.File(path, "r") as data:
+                    parts.append(data[dataset][...])
+        return np.concatenate(parts)
+
+
+def _standardize(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean, std = train.mean(0), train.std(0)
+    std[std == 0] = 1.0
+    return (train - mean) / std, (test - mean) / std
+
+
+def ridge_r2(x_train, y_train, x_test, y_test) -> np.ndarray:
+    """R^2 on the test frames of one ridge regression per column of y."""
+    from sklearn.linear_model import Ridge
+    from sklearn.metrics import r2_score
+
+    model = Ridge(alpha=RIDGE_ALPHA * len(x_train) / 1000).fit(x_train, y_train)
+    predicted = model.predict(x_test).reshape(len(x_test), -1)  # one column comes back flat
+    return np.array([r2_score(y_test[:, k], predicted[:, k]) if np.ptp(y_test[:, k]) > 0 else np.nan
+                     for k in range(y_test.shape[1])])
+
+
+def classifier_f1(x_train, y_train, x_test, y_test, seed: int) -> float:
+    """Weighted F1 on the test frames of a linear softmax classifier over the label's values."""
+    from sklearn.metrics import f1_score
+
+    classes, targets = np.unique(y_train, return_inverse=True)
+    if len(classes) == 1:
+        return float(f1_score(y_test, np.full_like(y_test, classes[0]), average="weighted", zero_division=0))
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    features, targets = torch.from_numpy(x_train), torch.from_numpy(targets)
+    probe = torch.nn.Linear(features.shape[1], len(classes))
+    optimizer = torch.optim.Adam(probe.parameters(), lr=1e-3, weight_decay=1e-4)
+    for _ in range(CLASSIFIER_EPOCHS):
+        for index in torch.randperm(len(features), generator=generator).split(CLASSIFIER_BATCH):
+            loss = torch.nn.functional.cross_entropy(probe(features[index]), targets[index])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    with torch.no_grad():
+        predicted = classes[probe(torch.from_numpy(x_test)).argmax(1).numpy()]
+    return float(f1_score(y_test, predicted, average="weighted", zero_division=0))
+
+
+def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None = None, seed: int = SPLIT_SEED,
+        progress=None) -> tuple[list[dict], ProbeData]:
+    """Fit every probe; returns the rows of probes.csv and the data read."""
+    data = ProbeData(out_dir)
+    known_layers = sorted({name for names in data.layers.values() for name in names})
+    for layer in layers or []:
+        if layer not in known_layers:
+            raise PongrlError(f"no layer {layer!r} in {out_dir} (it has: {', '.join(known_layers)})")
+    for label in labels or []:
+        if label not in LABELS:
+            raise PongrlError(f"no label {label!r} (labels: {', '.join(LABELS)})")
+    labels = labels or list(LABELS)
+    train_games, test_games = split_games(data.games, seed)
+    y_train = {name: data.read(f"labels/{name}", train_games) for name in labels}
+    y_test = {name: data.read(f"labels/{name}", test_games) for name in labels}
+    shuffle = np.random.default_rng(seed + 1).permutation(len(next(iter(y_train.values()))))
+    regression = [name for name in labels if name in REGRESSION_LABELS]
+    rows = []
+    for index, agent in enumerate(data.settings["agents"]):
+        for layer in data.layers[index]:
+            if layers and layer not in layers:
+                continue
+            x_train, x_test = _standardize(data.read(f"agents/{index}/{layer}", train_games).astype(np.float32),
+                                           data.read(f"agents/{index}/{layer}", test_games).astype(np.float32))
+            base = {"agent": agent["name"], "env_step": agent["env_step"], "layer": layer,
+                    "train_frames": len(x_train), "test_frames": len(x_test), "test_games": len(test_games)}
+            if regression:
+                targets_train = np.stack([y_train[name] for name in regression], 1).astype(np.float64)
+                targets_test = np.stack([y_test[name] for name in regression], 1).astype(np.float64)
+                scores = ridge_r2(x_train, targets_train, x_test, targets_test)
+                controls = ridge_r2(x_train, targets_train[shuffle], x_test, targets_test)
+                for name, score, control in zip(regression, scores, controls):
+                    rows.append({**base, "label": name, "metric": "r2", "score": score, "control": control,
+                                 "selectivity": score - control})
+            for name in labels:
+                score = classifier_f1(x_train, y_train[name], x_test, y_test[name], seed)
+                control = classifier_f1(x_train, y_train[name][shuffle], x_test, y_test[name], seed)
+                rows.append({**base, "label": name, "metric": "f1", "score": score, "control": control,
+                             "selectivity": score - control})
+            if progress:
+                progress(1)
+    return rows, data
+
+
+def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
+    """probes.csv (every row) and probes.md (AtariARI's layout: one table per metric, a row per agent and
+    layer, a column per label; control in brackets)."""
+    csv_path, md_path = os.path.join(out_dir, "probes.csv"), os.path.join(out_dir, "probes.md")
+    with open(csv_path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: (f"{value:.4f}" if isinstance(value, float) else value) for key, value in row.items()})
+    lines = []
+    for metric, title in (("f1", "Weighted F1 (AtariARI's protocol)"), ("r2", "R^2 (ridge regression)")):
+        chosen = [row for row in rows if row["metric"] == metric]
+        if not chosen:
+            continue
+        labels = list(dict.fromkeys(row["label"] for row in chosen))
+        keys = list(dict.fromkeys((row["agent"], row["layer"]) for row in chosen))
+        table = {(row["agent"], row["layer"], row["label"]): row for row in chosen}
+        lines += [f"### {title}, test games (control: shuffled labels)", "",
+                  "| agent | layer | " + " | ".join(labels) + " |", "|---|---|" + "---:|" * len(labels)]
+        for agent, layer in keys:
+            cells = []
+            for label in labels:
+                row = table.get((agent, layer, label))
+                cells.append("-" if row is None or np.isnan(row["score"]) else f"{row['score']:.2f} ({row['control']:.2f})")
+            lines.append(f"| {agent} | {layer} | " + " | ".join(cells) + " |")
+        lines.append("")
+    with open(md_path, "w") as handle:
+        handle.write("\n".join(lines))
+    return csv_path, md_path

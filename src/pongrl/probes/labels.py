@@ -1,0 +1,35 @@
+"""Ground truth from the emulator's RAM, in the single-player game (the agent holds the right paddle).
+
+The AtariARI labels for Pong (Anand et al. 2019), with the RAM bytes checked on this emulator: byte 14
+counts the right paddle's points (the agent's) and 13 the left's (the built-in AI's); a test checks them
+against the score changes, and the ball's bytes against where the ball is drawn on the screen. AtariARI's
+paddle x positions never change in Pong (188 and 64): they are kept for its table and are constants.
+
+What a player needs beyond them, derived from two consecutive agent steps: the ball's velocity, whether
+the ball is in play (its height byte is 0 exactly while it is out of play), and whether it flies toward
+the agent's paddle.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# AtariARI's names and RAM bytes (player = the agent, right paddle; enemy = the left paddle).
+RAM_LABELS = {"player_y": 51, "player_x": 46, "enemy_y": 50, "enemy_x": 45, "ball_x": 49, "ball_y": 54,
+              "player_score": 14, "enemy_score": 13}
+DERIVED_LABELS = ("ball_vx", "ball_vy", "ball_in_play", "ball_toward_player")
+LABELS = tuple(RAM_LABELS) + DERIVED_LABELS
+# Scored by R^2 as well as by AtariARI's classification F1: quantities on a scale.
+REGRESSION_LABELS = ("player_y", "enemy_y", "ball_x", "ball_y", "ball_vx", "ball_vy")
+
+
+def read_labels(ram: np.ndarray, previous_ram: np.ndarray | None) -> dict[str, int]:
+    """Every label of one agent step from its RAM and the previous step's (None at a game's start)."""
+    labels = {name: int(ram[index]) for name, index in RAM_LABELS.items()}
+    in_play = labels["ball_y"] != 0
+    was_in_play = previous_ram is not None and previous_ram[RAM_LABELS["ball_y"]] != 0
+    moving = in_play and was_in_play
+    labels["ball_vx"] = labels["ball_x"] - int(previous_ram[RAM_LABELS["ball_x"]]) if moving else 0
+    labels["ball_vy"] = labels["ball_y"] - int(previous_ram[RAM_LABELS["ball_y"]]) if moving else 0
+    labels["ball_in_play"] = int(in_play)
+    labels["ball_toward_player"] = int(moving and labels["ball_vx"] > 0)  # the agent's paddle is on the right
+    return labels

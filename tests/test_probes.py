@@ -1,0 +1,176 @@
+"""`pongrl probe`: the RAM ground truth against the screen, the probes on planted signals, the split by
+game, and bad input."""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from pongrl.envs.single import PongGame
+from pongrl.errors import PongrlError
+from pongrl.probes.collect import GAMES_FOLDER, SETTINGS_FILE, _write_game, game_files
+from pongrl.probes.fit import ProbeData, fit, split_games, write_results
+from pongrl.probes.labels import LABELS, RAM_LABELS, read_labels
+
+from cli_helpers import run
+
+BALL_COLOUR = (236, 236, 236)
+PLAYFIELD_ROWS = slice(34, 194)  # between the walls, which are drawn in the ball's colour
+
+
+def test_ram_labels_agree_with_the_screen_and_the_score():
+    game = PongGame(0, noop_max=0)
+    game.reset(0)
+    rng = np.random.default_rng(0)
+    seen, previous = [], None
+    points = {"player": 0, "enemy": 0}
+    for _ in range(800):
+        _, reward, terminated, _ = game.step(int(rng.integers(0, 6)))
+        ram = game.ale.getRAM().copy()
+        labels = read_labels(ram, previous)
+        points["player" if reward > 0 else "enemy"] += reward != 0
+        assert (labels["player_score"], labels["enemy_score"]) == (points["player"], points["enemy"])
+        ys, xs = np.nonzero(np.all(game.rgb()[PLAYFIELD_ROWS] == BALL_COLOUR, axis=2))
+        assert labels["ball_in_play"] == (labels["ball_y"] != 0)
+        if labels["ball_in_play"] and len(xs):
+            seen.append((labels["ball_x"], labels["ball_y"], xs.min(), ys.min() + PLAYFIELD_ROWS.start))
+        if labels["ball_vx"]:
+            assert labels["ball_toward_player"] == (labels["ball_vx"] > 0)
+        previous = ram
+    assert sum(points.values()) >= 3 and len(seen) > 200
+    seen = np.array(seen, float)
+    # The ball is drawn where its RAM bytes say, through one affine map per axis (x exactly).
+    for ram_column, screen_column, tolerance in ((0, 2, 0.0), (1, 3, 2.5)):
+        design = np.c_[seen[:, ram_column], np.ones(len(seen))]
+        coefficients, *_ = np.linalg.lstsq(design, seen[:, screen_column], rcond=None)
+        residuals = np.abs(design @ coefficients - seen[:, screen_column])
+        assert abs(coefficients[0] - 1) < 0.01 and residuals.max() <= tolerance + 1e-9, (coefficients, residuals.max())
+
+
+def planted_collect(folder, games=6, frames_per_game=300, seed=0):
+    """A collect in pongrl's format whose one agent has a layer that is a known linear function of
+    ball_y (plus noise) and another that is noise alone."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(os.path.join(folder, GAMES_FOLDER))
+    settings = {"format": "pongrl-probe-1", "frames": games * frames_per_game,
+                "agents": [{"spec": "planted", "name": "planted", "sha256": "", "env_step": 0, "obs_profile": "standard"}]}
+    with open(os.path.join(folder, SETTINGS_FILE), "w") as handle:
+        json.dump(settings, handle)
+    mixing = rng.normal(size=(1, 16))
+    for game in range(games):
+        labels = {name: rng.integers(0, 200, frames_per_game) for name in LABELS}
+        ball_y = labels["ball_y"].astype(np.float64)
+        carries = (ball_y - 100)[:, None] / 50 @ mixing + 0.05 * rng.normal(size=(frames_per_game, 16))
+        layers = {"carries_ball_y": carries.astype(np.float16),
+                  "noise": rng.normal(size=(frames_per_game, 16)).astype(np.float16)}
+        _write_game(os.path.join(folder, GAMES_FOLDER, f"game_{game:05d}.h5"), labels,
+                    np.arange(frames_per_game, dtype=np.int32), game, [layers])
+    return folder
+
+
+def test_a_planted_signal_is_found_where_it_is_and_nowhere_else(tmp_path):
+    folder = planted_collect(str(tmp_path / "planted"))
+    rows, _ = fit(folder, labels=["ball_y", "player_y"])
+    r2 = {(row["layer"], row["label"]): row for row in rows if row["metric"] == "r2"}
+    assert r2[("carries_ball_y", "ball_y")]["score"] > 0.95
+    assert abs(r2[("carries_ball_y", "ball_y")]["control"]) < 0.1  # shuffled labels: chance
+    assert r2[("carries_ball_y", "player_y")]["score"] < 0.1
+    assert r2[("noise", "ball_y")]["score"] < 0.1
+    f1 = {(row["layer"], row["label"]): row for row in rows if row["metric"] == "f1"}
+    assert f1[("noise", "ball_y")]["score"] < 0.05 and f1[("noise", "ball_y")]["control"] < 0.05
+    csv_path, md_path = write_results(rows, folder)
+    assert "carries_ball_y" in open(md_path).read() and len(open(csv_path).readlines()) == len(rows) + 1
+
+
+def test_the_split_is_by_whole_games(tmp_path):
+    folder = planted_collect(str(tmp_path / "planted"), games=7)
+    data = ProbeData(folder)
+    train, test = split_games(data.games)
+    assert not set(train) & set(test) and sorted(train + test) == sorted(data.games) and len(test) == 1
+    rows, _ = fit(folder, layers=["noise"], labels=["ball_x"])
+    frames = dict(zip(data.games, data.rows))
+    assert rows[0]["test_frames"] == sum(frames[g] for g in test)
+    assert rows[0]["train_frames"] == sum(frames[g] for g in train)
+    with pytest.raises(PongrlError, match="at least two games"):
+        split_games([3])
+
+
+def test_collect_records_every_layer_and_an_interrupted_collect_keeps_its_games(tmp_path, capsys):
+    # A real collect: an untrained DQN network plays the built-in AI; Ctrl-C after two games keeps
+    # them; fit says the collect was interrupted and fits them; collect again finishes the job.
+    from pongrl.agent import save_safetensors_agent
+    from pongrl.nets import QNetwork
+
+    agent = str(tmp_path / "agent.safetensors")
+    save_safetensors_agent(agent, QNetwork(6).state_dict(), "dqn", 0, "standard")
+    out = str(tmp_path / "collect")
+    command = [sys.executable, "-m", "pongrl", "probe", "collect", agent, "--frames", "100000", "--out", out]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while len(game_files(out)) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err, err
+    kept = game_files(out)
+    assert len(kept) >= 2 and not [n for n in os.listdir(os.path.join(out, GAMES_FOLDER)) if not n.startswith("game_")]
+
+    import h5py
+
+    with h5py.File(kept[0], "r") as game:
+        assert sorted(game["agents"].keys()) == ["0", "1"]  # the agent and its random-init baseline
+        assert sorted(game["agents/0"].keys()) == ["conv1", "conv2", "conv3", "fc", "input", "output"]
+        assert game["agents/0/conv1"].shape[1] == 1024 and game["agents/0/fc"].shape[1] == 512
+        assert sorted(game["labels"].keys()) == sorted(LABELS)
+    code, _, err = run(["probe", "fit", out, "--layers", "fc", "--labels", "ball_in_play", "ball_y"], capsys)
+    assert code == 0 and "interrupted collect" in err, err
+    rows = open(os.path.join(out, "probes.csv")).read().splitlines()
+    assert len(rows) == 1 + 2 * 3  # two agents x (ball_y's R^2, and both labels' F1)
+
+    frames = ProbeData(out).frames + 50  # finish: one more game, cut at the frames asked for
+    code, _, err = run(["probe", "collect", agent, "--frames", str(frames), "--out", out], capsys)
+    assert code == 0, err
+    data = ProbeData(out)
+    assert data.complete and data.frames == frames and len(data.games) == len(kept) + 1
+
+
+def test_probe_refuses_bad_input_in_one_line(tmp_path, capsys):
+    not_agent = tmp_path / "not_an_agent.pt"
+    not_agent.write_bytes(b"garbage")
+    folder = planted_collect(str(tmp_path / "planted"))
+    for args, says in ((["probe", "collect", str(not_agent), "--frames", "10", "--out", str(tmp_path / "o")],
+                        "not a readable pongrl checkpoint"),
+                       (["probe", "collect", "builtin", "--frames", "10", "--out", str(tmp_path / "o")], "builtin"),
+                       (["probe", "fit", folder, "--layers", "conv9"], "no layer 'conv9'"),
+                       (["probe", "fit", folder, "--labels", "ball_z"], "no label 'ball_z'"),
+                       (["probe", "fit", str(tmp_path / "nothing")], "not a probe collect")):
+        code, out, err = run(args, capsys)
+        assert code == 1 and says in err and err.count("\n") == 1, (args, err)
+    assert sorted(os.listdir(os.path.join(folder, GAMES_FOLDER))) == [f"game_{g:05d}.h5" for g in range(6)]
+
+
+def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
+    # A tiny DQN run with three checkpoints: all three record the frames its last one plays, the probes
+    # are fitted per checkpoint, and the chart draws them against env steps.
+    from pongrl.cli import main
+
+    run_dir = str(tmp_path / "dqn")
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "600", "--num-envs", "2", "--buffer-size", "2000",
+                 "--learning-starts", "100", "--batch-size", "8", "--log-every", "200", "--checkpoint-every", "200",
+                 "--keep-checkpoints", "5", "--eval-every", "0", "--torch-threads", "1"]) == 0
+    out = str(tmp_path / "study")
+    code, _, err = run(["probe", "across", run_dir, "--out", out, "--frames", "1700", "--layers", "fc",
+                        "--labels", "ball_y", "ball_in_play"], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(open(os.path.join(out, "probes.csv"))))
+    steps = sorted({int(row["env_step"]) for row in rows if row["agent"] != "random-init"})
+    assert steps == [200, 400, 600]
+    assert {row["agent"] for row in rows} == {"dqn@200", "dqn@400", "dqn@600", "random-init"}
+    assert os.path.getsize(os.path.join(out, "probes.png")) > 10_000
+    code, _, err = run(["probe", "across", str(tmp_path / "nothing"), "--out", out], capsys)
+    assert code == 1 and "not a run directory with checkpoints" in err
