@@ -4,7 +4,8 @@ Every K-th checkpoint of each run (and always its last) records its layers on on
 played by the first run's last checkpoint against the built-in AI (`collect`); the probes are fitted
 (`fit`); `probes.png` draws each label's probe score per layer against the checkpoint's env step, one
 panel per label, the runs overlaid (R^2 for positions and velocities, AtariARI's weighted F1 for the
-rest), with the untrained network's score per layer as a dashed line. Runs of different algorithms mix:
+rest: the classifiers of the positions and velocities, most of the fitting time, are left to `probe fit`),
+with the untrained network's score per layer as a dashed line. Runs of different algorithms mix:
 each checkpoint sees the shared frames in its own observation profile.
 """
 from __future__ import annotations

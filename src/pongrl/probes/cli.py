@@ -75,7 +75,7 @@ def run_across(args) -> int:
     with _progress(args.frames, "frame") as bar:
         collect(agents, args.frames, args.out, sample=args.sample, seed=args.seed, progress=bar.update)
     with _progress(None, "layer") as bar:
-        rows, data = fit(args.out, args.layers, args.labels, progress=bar.update)
+        rows, data = fit(args.out, args.layers, args.labels, progress=bar.update, classify_scales=False)
     csv_path, md_path = write_results(rows, args.out)
     chart = plot_across(rows, data.settings["agents"], os.path.join(args.out, "probes.png"))
     print(f"{len(rows)} probes of {len(agents)} checkpoints on {data.frames:,} frames: {csv_path}, {md_path}, {chart}")

@@ -131,8 +131,10 @@ def classifier_f1(x_train, y_train, x_test, y_test, seed: int) -> float:
 
 
 def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None = None, seed: int = SPLIT_SEED,
-        progress=None) -> tuple[list[dict], ProbeData]:
-    """Fit every probe; returns the rows of probes.csv and the data read."""
+        progress=None, classify_scales: bool = True) -> tuple[list[dict], ProbeData]:
+    """Fit every probe; returns the rows of probes.csv and the data read. `classify_scales=False` skips
+    AtariARI's classifier for the labels that get R^2 (positions and velocities: up to ~200 classes each,
+    most of the fitting time), as the study across checkpoints does."""
     data = ProbeData(out_dir)
     known_layers = sorted({name for names in data.layers.values() for name in names})
     for layer in layers or []:
@@ -164,7 +166,7 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
                 for name, score, control in zip(regression, scores, controls):
                     rows.append({**base, "label": name, "metric": "r2", "score": score, "control": control,
                                  "selectivity": score - control})
-            for name in labels:
+            for name in labels if classify_scales else [name for name in labels if name not in regression]:
                 score = classifier_f1(x_train, y_train[name], x_test, y_test[name], seed)
                 control = classifier_f1(x_train, y_train[name][shuffle], x_test, y_test[name], seed)
                 rows.append({**base, "label": name, "metric": "f1", "score": score, "control": control,

@@ -1,9 +1,10 @@
 """Ground truth from the emulator's RAM, in the single-player game (the agent holds the right paddle).
 
-The AtariARI labels for Pong (Anand et al. 2019), with the RAM bytes checked on this emulator: byte 14
-counts the right paddle's points (the agent's) and 13 the left's (the built-in AI's); a test checks them
-against the score changes, and the ball's bytes against where the ball is drawn on the screen. AtariARI's
-paddle x positions never change in Pong (188 and 64): they are kept for its table and are constants.
+The AtariARI labels for Pong (Anand et al. 2019; the dict of its ram_annotations.py), checked on this
+emulator: byte 14 counts the right paddle's points (the agent's, AtariARI's player_score) and 13 the left's
+(the built-in AI's); a test checks them against the score changes, and the ball's bytes against where the
+ball is drawn on the screen. The paddles' x positions (added to AtariARI's dict after its paper) never
+change in Pong (188 and 64): they are kept for its table and are constants.
 
 What a player needs beyond them, derived from two consecutive agent steps: the ball's velocity, whether
 the ball is in play (its height byte is 0 exactly while it is out of play), and whether it flies toward
