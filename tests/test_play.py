@@ -25,7 +25,9 @@ class Server:
         self.process = subprocess.Popen([sys.executable, "-m", "pongrl", "play", *args, "--port", "0"],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
-        assert "open http://" in line, line + self.process.stderr.read()
+        if "open http://" not in line:
+            self.process.kill()
+            raise AssertionError(line + self.process.stderr.read())
         self.url = line.split("open ")[1].split()[0]
         self.ws_url = self.url.replace("http://", "ws://") + "game"
 
@@ -161,10 +163,12 @@ def test_bad_clients_do_not_stop_the_server_and_ctrl_c_leaves_nothing_running():
             await frames(good, 30)
             assert good.state == websockets.protocol.State.OPEN
 
-    asyncio.run(scenario())
-    stats = wait_for(lambda: (lambda s: len(s["games"]) == 0 and s)(server.stats()), 10, "the closed games to end")
-    assert stats["max_games"] == 4
-    code, err = server.stop()
+    try:
+        asyncio.run(scenario())
+        stats = wait_for(lambda: (lambda s: len(s["games"]) == 0 and s)(server.stats()), 10, "the closed games to end")
+        assert stats["max_games"] == 4
+    finally:
+        code, err = server.stop()  # also when the scenario failed: no server is left running
     assert code == 0 and "Traceback" not in err, err
     # Nothing was left listening: the port can be listened on again (closed connections may linger in
     # TIME_WAIT, which SO_REUSEADDR allows for, as the server itself does; a live listener it does not).
