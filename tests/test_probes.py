@@ -15,7 +15,7 @@ from pongrl.envs.single import PongGame
 from pongrl.errors import PongrlError
 from pongrl.probes.collect import GAMES_FOLDER, SETTINGS_FILE, _write_game, game_files
 from pongrl.probes.fit import ProbeData, fit, split_games, write_results
-from pongrl.probes.labels import LABELS, RAM_LABELS, read_labels
+from pongrl.probes.labels import LABELS, read_labels
 
 from cli_helpers import run
 
