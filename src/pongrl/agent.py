@@ -104,10 +104,14 @@ class PolicyAgent(Agent):
         layers["value"] = self.network.critic(critic_features)
         return {name: value.reshape(len(obs), -1).numpy() for name, value in layers.items()}
 
-    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def probabilities(self, obs: np.ndarray) -> np.ndarray:
+        """The policy's action probabilities (softmax of its logits, in float64)."""
         logits = self.preferences(obs).astype(np.float64)
         probabilities = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probabilities /= probabilities.sum(axis=1, keepdims=True)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        probabilities = self.probabilities(obs)
         # Inverse-CDF draw per row, from the caller's generator so that matches are reproducible.
         draws = rng.random((len(obs), 1))
         return np.minimum((probabilities.cumsum(axis=1) < draws).sum(axis=1), NUM_ACTIONS - 1)

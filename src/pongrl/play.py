@@ -32,7 +32,9 @@ from pongrl.agent import PolicyAgent
 from pongrl.arena import Player, load_player
 from pongrl.envs.match import LEFT, RIGHT, MatchGame
 from pongrl.envs.single import PongGame
+from pongrl.envs.two_player import RAM_SCORE_FIRST, RAM_SCORE_SECOND
 from pongrl.errors import PongrlError
+from pongrl.probes.labels import RAM_LABELS
 
 FRAME_SECONDS = 1 / 60
 MAX_GAMES = 4
@@ -44,19 +46,18 @@ ACTION_NAMES = ["NOOP", "FIRE", "UP", "DOWN", "UP+FIRE", "DOWN+FIRE"]
 KEY_ACTIONS = {(False, False, False): 0, (False, False, True): 1, (True, False, False): 2, (False, True, False): 3,
                (True, False, True): 4, (False, True, True): 5, (True, True, False): 0, (True, True, True): 1}
 # RAM bytes the page's claims can be checked against (two-player game): paddle heights and scores.
-RAM_PADDLE = {RIGHT: 51, LEFT: 50}
-RAM_SCORE = {RIGHT: 14, LEFT: 13}
+RAM_PADDLE = {RIGHT: RAM_LABELS["player_y"], LEFT: RAM_LABELS["enemy_y"]}
+RAM_SCORE = {RIGHT: RAM_SCORE_FIRST, LEFT: RAM_SCORE_SECOND}
 
 
 def preferences(agent, observation: np.ndarray) -> tuple[int, dict]:
     """The agent's greedy action and its preferences for the bar chart: Q-values, or the policy's
-    probabilities (softmax of its logits)."""
-    values = agent.preferences(observation[None])[0].astype(np.float64)
-    action = int(values.argmax())
+    probabilities."""
     if isinstance(agent, PolicyAgent):
-        probabilities = np.exp(values - values.max())
-        return action, {"kind": "policy", "values": (probabilities / probabilities.sum()).round(4).tolist()}
-    return action, {"kind": "Q-values", "values": values.round(4).tolist()}
+        probabilities = agent.probabilities(observation[None])[0]
+        return int(probabilities.argmax()), {"kind": "policy", "values": probabilities.round(4).tolist()}
+    values = agent.preferences(observation[None])[0].astype(np.float64)
+    return int(values.argmax()), {"kind": "Q-values", "values": values.round(4).tolist()}
 
 
 class Keys:

@@ -23,7 +23,7 @@ import zlib
 import numpy as np
 import torch
 
-from pongrl.agent import Agent, PolicyAgent, QAgent
+from pongrl.agent import NUM_ACTIONS, Agent, PolicyAgent, QAgent
 from pongrl.arena import BUILTIN, load_player
 from pongrl.checkpoint import atomic_write_bytes
 from pongrl.errors import PongrlError
@@ -71,8 +71,8 @@ def random_init_like(agent: Agent) -> Agent:
     torch.manual_seed(RANDOM_INIT_SEED)
     weights = agent.network.state_dict()
     if isinstance(agent, QAgent):
-        return QAgent(QNetwork(6, torso_kind(weights)), name="random-init")
-    network = ActorCritic(6, share_network=agent.network.share_network, network=torso_kind(weights)).eval()
+        return QAgent(QNetwork(NUM_ACTIONS, torso_kind(weights)), name="random-init")
+    network = ActorCritic(NUM_ACTIONS, share_network=agent.network.share_network, network=torso_kind(weights)).eval()
     return PolicyAgent(network, agent.obs_profile, name="random-init")
 
 
