@@ -21,13 +21,16 @@ import sys
 import numpy as np
 
 
+def train_command(run_dir: str, algo: str, preset: str, total_steps: int, eval_every: int, extra: list[str]) -> list[str]:
+    """`pongrl train` for a new run directory, `pongrl resume` for one that holds a run."""
+    if os.path.exists(os.path.join(run_dir, "config.yaml")):
+        return [sys.executable, "-m", "pongrl", "resume", run_dir, "--total-steps", str(total_steps), *extra]
+    return [sys.executable, "-m", "pongrl", "train", algo, "--preset", preset, "--run-dir", run_dir,
+            "--total-steps", str(total_steps), "--eval-every", str(eval_every), "--eval-episodes", "10", *extra]
+
+
 def train(args) -> None:
-    if os.path.exists(os.path.join(args.run_dir, "config.yaml")):
-        command = [sys.executable, "-m", "pongrl", "resume", args.run_dir, "--total-steps", str(args.total_steps),
-                   *args.extra]
-    else:
-        command = [sys.executable, "-m", "pongrl", "train", args.algo, "--preset", args.preset, "--run-dir", args.run_dir,
-                   "--total-steps", str(args.total_steps), "--eval-every", str(args.eval_every), "--eval-episodes", "10", *args.extra]
+    command = train_command(args.run_dir, args.algo, args.preset, args.total_steps, args.eval_every, args.extra)
     print("$", " ".join(command), flush=True)
     child = subprocess.Popen(command)  # the interpreter running this script, so no activated venv is needed
     # `kill PID` of this script must stop the training cleanly (checkpoint written), not orphan it; Ctrl-C

@@ -30,8 +30,8 @@ def main():
 
     from pongrl.errors import PongrlError
     from pongrl.probes.collect import GAMES_FOLDER, SETTINGS_FILE
-    from pongrl.probes.fit import ProbeData, _standardize, classifier_f1, ridge_r2, split_games
-    from pongrl.probes.labels import LABELS, REGRESSION_LABELS
+    from pongrl.probes.fit import ProbeData, _standardize, probe_layer, split_labels
+    from pongrl.probes.labels import LABELS
 
     try:
         source = ProbeData(args.collect_dir)
@@ -51,15 +51,11 @@ def main():
             if frames >= args.frames:
                 break
     data = ProbeData(args.work)
-    train, test = split_games(data.games)
+    train, test, y_train, y_test, shuffle = split_labels(data, list(LABELS))
     print(f"{data.frames:,} frames in {len(data.games)} games ({len(test)} test games); agent "
           f"{data.settings['agents'][args.agent]['name']}")
-    y_train = {name: data.read(f"labels/{name}", train) for name in LABELS}
-    y_test = {name: data.read(f"labels/{name}", test) for name in LABELS}
-    shuffle = np.random.default_rng(1).permutation(len(y_train[LABELS[0]]))
-    regression = list(REGRESSION_LABELS)
-    print("| layer | width | read + standardize s | ridge, 6 labels (+ control) s | classifier per label (+ control) s: "
-          "median, max | peak RSS GiB |")
+    print(f"| layer | width | read + standardize s | all probes, {len(LABELS)} labels (+ controls) s | "
+          "per (layer, label) s | peak RSS GiB |")
     print("|---|---:|---:|---:|---:|---:|")
     for layer in data.layers[args.agent]:
         started = time.perf_counter()
@@ -67,20 +63,11 @@ def main():
                                        data.read(f"agents/{args.agent}/{layer}", test).astype(np.float32))
         read_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        targets = np.stack([y_train[name] for name in regression], 1).astype(np.float64)
-        tests = np.stack([y_test[name] for name in regression], 1).astype(np.float64)
-        ridge_r2(x_train, targets, x_test, tests)
-        ridge_r2(x_train, targets[shuffle], x_test, tests)
-        ridge_seconds = time.perf_counter() - started
-        classifier_seconds = []
-        for name in LABELS:
-            started = time.perf_counter()
-            classifier_f1(x_train, y_train[name], x_test, y_test[name], 0)
-            classifier_f1(x_train, y_train[name][shuffle], x_test, y_test[name], 0)
-            classifier_seconds.append(time.perf_counter() - started)
+        probe_layer(x_train, x_test, y_train, y_test, shuffle, list(LABELS))
+        fit_seconds = time.perf_counter() - started
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-        print(f"| {layer} | {x_train.shape[1]} | {read_seconds:.1f} | {ridge_seconds:.1f} | "
-              f"{np.median(classifier_seconds):.1f}, {max(classifier_seconds):.1f} | {peak:.2f} |", flush=True)
+        print(f"| {layer} | {x_train.shape[1]} | {read_seconds:.1f} | "
+              f"{fit_seconds:.1f} | {fit_seconds / len(LABELS):.1f} | {peak:.2f} |", flush=True)
         del x_train, x_test
     shutil.rmtree(args.work, ignore_errors=True)
 

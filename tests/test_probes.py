@@ -52,6 +52,62 @@ def test_ram_labels_agree_with_the_screen_and_the_score():
         assert abs(coefficients[0] - 1) < 0.01 and residuals.max() <= tolerance + 1e-9, (coefficients, residuals.max())
 
 
+def test_the_left_paddles_labels_are_the_mirror_of_the_right_ones():
+    # Two-player Pong with random actions: from the left, the paddles and scores swap, the ball's x is
+    # where the mirrored screen draws it, and its horizontal motion turns around.
+    from pongrl.envs.match import LEFT, RIGHT, MatchGame
+
+    game = MatchGame(("standard", "standard"), serve_assist=True)
+    game.reset(0)
+    rng = np.random.default_rng(1)
+    previous, drawn, toward = None, 0, {True: 0, False: 0}
+    for _ in range(700):
+        game.step(int(rng.integers(0, 6)), int(rng.integers(0, 6)))
+        ram = game.ram().copy()
+        right, left = read_labels(ram, previous), read_labels(ram, previous, mirrored=True)
+        assert (left["player_y"], left["enemy_y"]) == (right["enemy_y"], right["player_y"])
+        assert (left["player_score"], left["enemy_score"]) == (game.points[LEFT], game.points[RIGHT])
+        assert (right["player_score"], right["enemy_score"]) == (game.points[RIGHT], game.points[LEFT])
+        assert left["ball_y"] == right["ball_y"] and left["ball_vx"] == -right["ball_vx"]
+        if right["ball_vx"]:
+            assert left["ball_toward_player"] != right["ball_toward_player"]
+            toward[bool(left["ball_toward_player"])] += 1
+        mirrored_screen = game.screen()[PLAYFIELD_ROWS, ::-1]
+        _, xs = np.nonzero(np.all(mirrored_screen == BALL_COLOUR, axis=2))
+        if left["ball_in_play"] and len(xs):
+            assert xs.min() == left["ball_x"] - 49, (xs.min(), left["ball_x"])  # the right side's affine map
+            drawn += 1
+        previous = ram
+    assert drawn > 200 and min(toward.values()) > 20 and sum(game.points) >= 2
+
+
+def test_collect_against_an_agent_from_the_left_records_mirrored_labels_and_a_twin_per_architecture(tmp_path, capsys):
+    from pongrl.agent import save_safetensors_agent
+    from pongrl.nets import ActorCritic, QNetwork
+
+    import h5py
+
+    dqn, selfplay = str(tmp_path / "dqn.safetensors"), str(tmp_path / "selfplay.safetensors")
+    save_safetensors_agent(dqn, QNetwork(6).state_dict(), "dqn", 0, "standard")
+    save_safetensors_agent(selfplay, ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", 0, "seed")
+    out = str(tmp_path / "collect")
+    code, _, err = run(["probe", "collect", selfplay, dqn, "--opponent", dqn, "--side", "left", "--frames", "120",
+                        "--out", out], capsys)
+    assert code == 0, err
+    settings = json.load(open(os.path.join(out, SETTINGS_FILE)))
+    assert settings["side"] == "left" and settings["opponent"]["name"] == "dqn.safetensors"
+    assert [agent["name"] for agent in settings["agents"]][2:] == [
+        "random-init (actor-critic-small-shared-seed)", "random-init (q-nature)"]
+    with h5py.File(game_files(out)[0], "r") as game:
+        assert sorted(game["agents"].keys()) == ["0", "1", "2", "3"]
+        assert game["agents/0/conv2"].shape == (120, 1024) and game["agents/1/fc"].shape == (120, 512)
+        ball_x, in_play = game["labels/ball_x"][...], game["labels/ball_in_play"][...]
+        assert (game["labels/player_x"][...] == 64).all()  # the left paddle's x byte: the agent's own paddle
+    assert in_play.any() and (ball_x[in_play == 1] > 0).all()
+    code, _, err = run(["probe", "collect", dqn, "--side", "left", "--frames", "10", "--out", str(tmp_path / "o")], capsys)
+    assert code == 1 and "--opponent AGENT" in err and err.count("\n") == 1
+
+
 def planted_collect(folder, games=6, frames_per_game=300, seed=0):
     """A collect in pongrl's format whose one agent has a layer that is a known linear function of
     ball_y (plus noise) and another that is noise alone."""
@@ -64,6 +120,7 @@ def planted_collect(folder, games=6, frames_per_game=300, seed=0):
     mixing = rng.normal(size=(1, 16))
     for game in range(games):
         labels = {name: rng.integers(0, 200, frames_per_game) for name in LABELS}
+        labels["ball_in_play"] = (labels["ball_y"] > 100).astype(np.int64)  # a class the layer carries linearly
         ball_y = labels["ball_y"].astype(np.float64)
         carries = (ball_y - 100)[:, None] / 50 @ mixing + 0.05 * rng.normal(size=(frames_per_game, 16))
         layers = {"carries_ball_y": carries.astype(np.float16),
@@ -75,7 +132,7 @@ def planted_collect(folder, games=6, frames_per_game=300, seed=0):
 
 def test_a_planted_signal_is_found_where_it_is_and_nowhere_else(tmp_path):
     folder = planted_collect(str(tmp_path / "planted"))
-    rows, _ = fit(folder, labels=["ball_y", "player_y"])
+    rows, _ = fit(folder, labels=["ball_y", "player_y", "ball_in_play"])
     r2 = {(row["layer"], row["label"]): row for row in rows if row["metric"] == "r2"}
     assert r2[("carries_ball_y", "ball_y")]["score"] > 0.95
     assert abs(r2[("carries_ball_y", "ball_y")]["control"]) < 0.1  # shuffled labels: chance
@@ -83,6 +140,9 @@ def test_a_planted_signal_is_found_where_it_is_and_nowhere_else(tmp_path):
     assert r2[("noise", "ball_y")]["score"] < 0.1
     f1 = {(row["layer"], row["label"]): row for row in rows if row["metric"] == "f1"}
     assert f1[("noise", "ball_y")]["score"] < 0.05 and f1[("noise", "ball_y")]["control"] < 0.05
+    # The classifiers are fitted side by side (every label and its control at once): each still finds its own.
+    assert f1[("carries_ball_y", "ball_in_play")]["score"] > 0.9 and f1[("carries_ball_y", "ball_in_play")]["control"] < 0.7
+    assert f1[("noise", "ball_in_play")]["score"] < 0.7
     csv_path, md_path = write_results(rows, folder)
     assert "carries_ball_y" in open(md_path).read() and len(open(csv_path).readlines()) == len(rows) + 1
 

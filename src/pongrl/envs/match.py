@@ -47,8 +47,11 @@ class MatchGame:
     cartridge's two-player Pong variation (pong_v3's classic, 4, or 3)."""
 
     def __init__(self, profiles: tuple[str, str], max_frames: int = DEFAULT_MAX_FRAMES, record_colour: bool = False,
-                 serve_assist: bool | tuple[int, ...] = False, mode: int = CLASSIC_MODE):
-        """`serve_assist`: True for both players, or the sides (RIGHT, LEFT) it serves for."""
+                 serve_assist: bool | tuple[int, ...] = False, mode: int = CLASSIC_MODE,
+                 extra_profiles: tuple[str, ...] = ()):
+        """`serve_assist`: True for both players, or the sides (RIGHT, LEFT) it serves for;
+        `extra_profiles`: more views of the game kept up to date (`observation(side, profile)`), for
+        agents that watch without playing."""
         import multi_agent_ale_py
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
@@ -62,7 +65,7 @@ class MatchGame:
         self.action_map = self.ale.getMinimalActionSet().astype(np.intc)
         assert len(self.action_map) == NUM_ACTIONS
         self.profiles = profiles
-        self.views = {profile: VIEWS[profile]() for profile in set(profiles)}
+        self.views = {profile: VIEWS[profile]() for profile in set(profiles) | set(extra_profiles)}
         self.need_gray = "standard" in self.views
         self.max_frames = max_frames
         self.record_colour = record_colour
@@ -121,9 +124,11 @@ class MatchGame:
         """The full-colour screen at native resolution (210x160), score included."""
         return self.ale.getScreenRGB()
 
-    def observation(self, side: int) -> np.ndarray:
-        """What the player on `side` (RIGHT or LEFT) sees, in its own profile (a contiguous copy)."""
-        return np.ascontiguousarray(self.views[self.profiles[side]].observation(mirror=side == LEFT))
+    def observation(self, side: int, profile: str | None = None) -> np.ndarray:
+        """What the player on `side` (RIGHT or LEFT) sees, in its own profile or in `profile`, one of the
+        extra ones (a contiguous copy)."""
+        view = self.views[profile or self.profiles[side]]
+        return np.ascontiguousarray(view.observation(mirror=side == LEFT))
 
     def step(self, action_right: int, action_left: int) -> None:
         """Play one agent step (up to 4 raw frames) with both players' actions."""

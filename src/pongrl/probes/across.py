@@ -5,8 +5,10 @@ played by the first run's last checkpoint against the built-in AI (`collect`); t
 (`fit`); `probes.png` draws each label's probe score per layer against the checkpoint's env step, one
 panel per label, the runs overlaid (R^2 for positions and velocities, AtariARI's weighted F1 for the
 rest: the classifiers of the positions and velocities, most of the fitting time, are left to `probe fit`),
-with the untrained network's score per layer as a dashed line. Runs of different algorithms mix:
-each checkpoint sees the shared frames in its own observation profile.
+with the untrained network's score per layer as a dashed line (one untrained network per architecture,
+drawn over the steps of the runs that share it). Runs of different algorithms mix: each checkpoint sees
+the shared frames in its own observation profile; the steps axis is logarithmic, as runs of different
+algorithms learn at different scales (a DQN in hundreds of thousands of steps, self-play in millions).
 """
 from __future__ import annotations
 
@@ -47,11 +49,14 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    run_of = {agent["name"]: (run_name(agent["spec"]) or agent["name"]) for agent in agents}
+    untrained = {agent.get("architecture"): agent["name"] for agent in agents if agent["spec"] == "random-init"}
+    run_of = {agent["name"]: (run_name(agent["spec"]) or agent["name"]) for agent in agents
+              if agent["spec"] != "random-init"}
+    architecture_of = {run_of[agent["name"]]: agent.get("architecture") for agent in agents if agent["name"] in run_of}
     labels = list(dict.fromkeys(row["label"] for row in rows))
     layers = [layer for layer in LAYER_ORDER if any(row["layer"] == layer for row in rows)]
     colours = {layer: plt.get_cmap("viridis")(i / max(1, len(layers) - 1)) for i, layer in enumerate(layers)}
-    runs = list(dict.fromkeys(run for name, run in run_of.items() if name != "random-init"))
+    runs = list(dict.fromkeys(run_of.values()))
     styles = ["-", ":", "-.", (0, (5, 1))]
     columns = 3
     figure, axes = plt.subplots(-(-len(labels) // columns), columns, figsize=(5 * columns, 3.4 * -(-len(labels) // columns)),
@@ -60,16 +65,20 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
         metric = "r2" if label in REGRESSION_LABELS else "f1"
         chosen = [row for row in rows if row["label"] == label and row["metric"] == metric]
         for layer in layers:
-            baseline = [row["score"] for row in chosen if row["layer"] == layer and row["agent"] == "random-init"]
-            if baseline:
-                axis.axhline(baseline[0], color=colours[layer], linestyle="--", linewidth=0.8)
             for style, run in zip(styles * len(runs), runs):
                 points = sorted((row["env_step"], row["score"]) for row in chosen
-                                if row["layer"] == layer and row["agent"] != "random-init" and run_of[row["agent"]] == run)
-                if points:
-                    steps, scores = zip(*points)
-                    axis.plot(steps, scores, linestyle=style, color=colours[layer], marker=".",
-                              label=f"{layer}" + (f" ({run})" if len(runs) > 1 else ""))
+                                if row["layer"] == layer and run_of.get(row["agent"]) == run)
+                if not points:
+                    continue
+                steps, scores = zip(*points)
+                axis.plot(steps, scores, linestyle=style, color=colours[layer], marker=".",
+                          label=f"{layer}" + (f" ({run})" if len(runs) > 1 else ""))
+                # The untrained network of the run's architecture, over the run's steps.
+                twin = untrained.get(architecture_of.get(run), untrained.get(None))
+                baseline = [row["score"] for row in chosen if row["layer"] == layer and row["agent"] == twin]
+                if baseline:
+                    axis.hlines(baseline[0], steps[0], steps[-1], color=colours[layer], linestyle="--", linewidth=0.8)
+        axis.set_xscale("log")
         axis.set_title(f"{label} ({'R^2' if metric == 'r2' else 'weighted F1'})", fontsize=10)
         axis.set_xlabel("env steps of the checkpoint")
         axis.set_ylim(min(0.0, axis.get_ylim()[0]) if metric == "f1" else max(-0.5, axis.get_ylim()[0]), 1.02)

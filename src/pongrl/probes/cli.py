@@ -12,7 +12,12 @@ def add_parser(commands, agent_help: str, positive_int, integer) -> None:
                          help=agent_help + "; the first plays, all record their layers on the same frames")
     collect.add_argument("--frames", type=positive_int, required=True, help="agent steps to record")
     collect.add_argument("--out", required=True, help="folder to write (an interrupted collect continues there)")
-    collect.add_argument("--opponent", default="builtin", help="builtin (the only opponent for now)")
+    collect.add_argument("--opponent", default="builtin", metavar="B",
+                         help="builtin (single-player Pong), or an agent: the first AGENT plays it on the two-player "
+                              "emulator (default builtin)")
+    collect.add_argument("--side", choices=("right", "left"), default="right",
+                         help="the first AGENT's paddle against an agent; every layer is recorded, and every label "
+                              "named, from its side (left: mirrored) (default right)")
     collect.add_argument("--sample", action="store_true", help="the first agent samples its actions instead of greedy")
     collect.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
     fit = steps.add_parser("fit", help="fit linear probes per agent, layer and label; write probes.csv and probes.md")
@@ -44,7 +49,8 @@ def run(args) -> int:
         from pongrl.probes.collect import collect
 
         with _progress(args.frames, "frame") as bar:
-            summary = collect(args.agents, args.frames, args.out, args.opponent, args.sample, args.seed, bar.update)
+            summary = collect(args.agents, args.frames, args.out, args.opponent, args.sample, args.seed, bar.update,
+                              side=args.side)
         print(f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
               f"{', '.join(summary['agents'])}")
         return 0

@@ -1,9 +1,12 @@
 """`pongrl probe collect`: play games and record, for every agent step, the RAM ground truth and each
 agent's activations at every layer on the same frames.
 
-The first agent plays the right paddle against the built-in AI; every agent named (the first included)
-watches the same game in its own observation profile, and so does an untrained network of the first
-agent's architecture (seeded weights: the "random-init" baseline of AtariARI's table). Layers wider than
+The first agent plays the right paddle against the built-in AI, or a side of two-player Pong against
+another agent (`opponent`, `side`; serves pressed for both, as agents trained against the built-in AI
+never learned to serve). Every agent named (the first included) watches the same game from the first
+agent's side in its own observation profile (mirrored on the left, where the labels are mirrored too),
+and so does an untrained network of each architecture among them (seeded weights: the "random-init"
+baseline of AtariARI's table). Layers wider than
 REDUCED_WIDTH floats (the input and the convolutions) are stored through a fixed random projection to
 REDUCED_WIDTH dimensions (a seeded Gaussian matrix, the same for every run and checkpoint; by the
 Johnson-Lindenstrauss lemma a linear probe loses little), the others whole, as float16.
@@ -50,8 +53,9 @@ def projection(layer: str, width: int) -> torch.Tensor | None:
 class Recorder:
     """One agent's layers, reduced as documented above."""
 
-    def __init__(self, agent: Agent):
+    def __init__(self, agent: Agent, reduce_layers: bool = True):
         self.agent = agent
+        self.reduce_layers = reduce_layers  # False: every layer whole (to measure what the reduction costs)
         self._projections: dict[str, torch.Tensor | None] = {}
 
     def layers(self, observations: np.ndarray) -> dict[str, np.ndarray]:
@@ -59,21 +63,92 @@ class Recorder:
         for first in range(0, len(observations), FORWARD_BATCH):
             for name, values in self.agent.layers(observations[first:first + FORWARD_BATCH]).items():
                 if name not in self._projections:
-                    self._projections[name] = projection(name, values.shape[1])
+                    self._projections[name] = projection(name, values.shape[1]) if self.reduce_layers else None
                 matrix = self._projections[name]
                 reduced = values if matrix is None else (torch.from_numpy(values) @ matrix).numpy()
                 parts.setdefault(name, []).append(reduced.astype(np.float16))
         return {name: np.concatenate(chunks) for name, chunks in parts.items()}
 
 
-def random_init_like(agent: Agent) -> Agent:
+def architecture(agent: Agent) -> str:
+    """A readable name of an agent's architecture: what its untrained twin must share."""
+    torso = torso_kind(agent.network.state_dict())
+    if isinstance(agent, QAgent):
+        return f"q-{torso}"
+    return f"actor-critic-{torso}-{'shared' if agent.network.share_network else 'separate'}-{agent.obs_profile}"
+
+
+def random_init_like(agent: Agent, name: str = "random-init") -> Agent:
     """An untrained network of the agent's architecture, with seeded weights."""
     torch.manual_seed(RANDOM_INIT_SEED)
     weights = agent.network.state_dict()
     if isinstance(agent, QAgent):
-        return QAgent(QNetwork(NUM_ACTIONS, torso_kind(weights)), name="random-init")
+        return QAgent(QNetwork(NUM_ACTIONS, torso_kind(weights)), name=name)
     network = ActorCritic(NUM_ACTIONS, share_network=agent.network.share_network, network=torso_kind(weights)).eval()
-    return PolicyAgent(network, agent.obs_profile, name="random-init")
+    return PolicyAgent(network, agent.obs_profile, name=name)
+
+
+def untrained_twins(agents: list[Agent]) -> list[Agent]:
+    """One untrained network per architecture among the agents: "random-init" alone, or
+    "random-init (ARCHITECTURE)" each when the agents mix architectures."""
+    kinds = {architecture(agent): agent for agent in reversed(agents)}  # the first agent of each kind
+    kinds = dict(reversed(list(kinds.items())))
+    if len(kinds) == 1:
+        return [random_init_like(agents[0])]
+    return [random_init_like(agent, f"random-init ({kind})") for kind, agent in kinds.items()]
+
+
+class _AgainstBuiltin:
+    """Single-player Pong: the playing agent on the right paddle against the built-in AI."""
+
+    mirrored = False
+
+    def __init__(self, seed: int, profiles: list[str]):
+        from pongrl.envs.single import PongGame
+
+        self.game = PongGame(seed, profile=profiles[0], extra_profiles=tuple(set(profiles[1:]) - {profiles[0]}))
+        self.game.reset()
+
+    def ram(self) -> np.ndarray:
+        return self.game.ale.getRAM().copy()
+
+    def observation(self, profile: str) -> np.ndarray:
+        return self.game.observation(profile)
+
+    def step(self, action: int) -> bool:
+        _, _, terminated, truncated = self.game.step(action)
+        return terminated or truncated
+
+    def close(self) -> None:
+        pass
+
+
+class _AgainstAgent:
+    """Two-player Pong: the playing agent on `side`, the opponent agent on the other (each in its own
+    profile, the left one mirrored), serves pressed for both; starts vary by no-op frames."""
+
+    def __init__(self, opponent: Agent, side: int, profiles: list[str], rng: np.random.Generator, sample: bool):
+        from pongrl.envs.match import MAX_START_NOOP_FRAMES, RIGHT, MatchGame
+
+        self.side, self.mirrored = side, side != RIGHT
+        self.opponent, self.rng, self.sample = opponent, rng, sample
+        by_side = (profiles[0], opponent.obs_profile) if side == RIGHT else (opponent.obs_profile, profiles[0])
+        self.game = MatchGame(by_side, serve_assist=True, extra_profiles=tuple(profiles))
+        self.game.reset(int(rng.integers(0, MAX_START_NOOP_FRAMES)))
+
+    def ram(self) -> np.ndarray:
+        return self.game.ram().copy()
+
+    def observation(self, profile: str) -> np.ndarray:
+        return self.game.observation(self.side, profile)
+
+    def step(self, action: int) -> bool:
+        theirs = int(self.opponent.act(self.game.observation(1 - self.side)[None], rng=self.rng, sample=self.sample)[0])
+        self.game.step(*((action, theirs) if not self.mirrored else (theirs, action)))
+        return self.game.done
+
+    def close(self) -> None:
+        self.game.close()
 
 
 def game_files(out_dir: str) -> list[str]:
@@ -101,25 +176,33 @@ def _write_game(path: str, labels: dict, steps: np.ndarray, game: int, layers: l
 
 
 def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = BUILTIN, sample: bool = False,
-            seed: int = 0, progress=None) -> dict:
+            seed: int = 0, progress=None, reduce_layers: bool = True, side: str = "right") -> dict:
     """Play and record until `frames` agent steps are stored (whole games, the last one cut at `frames`).
-    Returns a summary: frames, games, agents."""
+    `reduce_layers=False` stores every layer whole (benchmarks/probe_projection.py measures what the
+    projection costs that way). Returns a summary: frames, games, agents."""
     if frames <= 0:
         raise PongrlError(f"--frames must be positive, got {frames}")
-    if opponent.strip().lower() != BUILTIN:
-        raise PongrlError("probe collect plays against the built-in AI only for now (--opponent builtin)")
+    if side not in ("right", "left"):
+        raise PongrlError(f"--side must be right or left, got {side!r}")
+    against_builtin = opponent.strip().lower() == BUILTIN
+    if against_builtin and side != "right":
+        raise PongrlError("against the built-in AI the agent plays the right paddle: --side left needs --opponent AGENT")
     players = [load_player(spec) for spec in agent_specs]
     if any(player.is_builtin for player in players):
         raise PongrlError("probe collect records trained agents' layers: builtin has none")
+    rival = None if against_builtin else load_player(opponent)
     agents = [player.agent for player in players]
-    agents.append(random_init_like(agents[0]))
+    twins = untrained_twins(agents)
+    agents += twins
     settings = {"format": "pongrl-probe-1", "agents": [{"spec": spec, "name": player.name, "sha256": player.sha256,
-                                                        "env_step": player.env_step, "obs_profile": player.agent.obs_profile}
+                                                        "env_step": player.env_step, "obs_profile": player.agent.obs_profile,
+                                                        "architecture": architecture(player.agent)}
                                                        for spec, player in zip(agent_specs, players)]
-                + [{"spec": "random-init", "name": "random-init", "sha256": "", "env_step": 0,
-                    "obs_profile": agents[0].obs_profile}],
-                "opponent": BUILTIN, "sample": sample, "seed": seed, "reduced_width": REDUCED_WIDTH,
-                "projection_seed": PROJECTION_SEED}
+                + [{"spec": "random-init", "name": twin.name, "sha256": "", "env_step": 0,
+                    "obs_profile": twin.obs_profile, "architecture": architecture(twin)} for twin in twins],
+                "opponent": BUILTIN if rival is None else {"spec": opponent, "name": rival.name, "sha256": rival.sha256},
+                "side": side, "sample": sample, "seed": seed,
+                "reduced_width": REDUCED_WIDTH if reduce_layers else None, "projection_seed": PROJECTION_SEED}
     settings_path = os.path.join(out_dir, SETTINGS_FILE)
     if os.path.exists(settings_path):
         with open(settings_path) as handle:
@@ -132,30 +215,33 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
     # The frames asked for, so that fit can tell an interrupted collect (it never shrinks what is there).
     atomic_write_bytes(settings_path, json.dumps({**settings, "frames": max(frames, stored)}, indent=1).encode())
 
-    recorders = [Recorder(agent) for agent in agents]
+    recorders = [Recorder(agent, reduce_layers) for agent in agents]
     profiles = [agent.obs_profile for agent in agents]
     game = len(done_files)
     rng = np.random.default_rng([seed, game])
-    from pongrl.envs.single import PongGame
-
     while stored < frames:
-        pong = PongGame(seed + game, profile=profiles[0], extra_profiles=tuple(set(profiles[1:]) - {profiles[0]}))
-        pong.reset()
+        if rival is None:
+            source = _AgainstBuiltin(seed + game, profiles)
+        else:
+            from pongrl.envs.match import LEFT, RIGHT
+
+            source = _AgainstAgent(rival.agent, RIGHT if side == "right" else LEFT, profiles, rng, sample)
         observations = {profile: [] for profile in set(profiles)}
         labels = {name: [] for name in LABELS}
         previous_ram, done, steps = None, False, 0
         while not done and stored + steps < frames:
-            ram = pong.ale.getRAM().copy()
-            for name, value in read_labels(ram, previous_ram).items():
+            ram = source.ram()
+            for name, value in read_labels(ram, previous_ram, source.mirrored).items():
                 labels[name].append(value)
             for profile in observations:
-                observations[profile].append(pong.observation(profile))
+                observations[profile].append(source.observation(profile))
             observation = observations[profiles[0]][-1][None]
             action = int(agents[0].act(observation, rng=rng, sample=sample)[0])
-            _, _, terminated, truncated = pong.step(action)
-            previous_ram, done, steps = ram, terminated or truncated, steps + 1
+            done = source.step(action)
+            previous_ram, steps = ram, steps + 1
             if progress:
                 progress(1)
+        source.close()
         stacks = {profile: np.stack(frames_of) for profile, frames_of in observations.items()}
         layers = [recorder.layers(stacks[profile]) for recorder, profile in zip(recorders, profiles)]
         _write_game(os.path.join(out_dir, GAMES_FOLDER, f"game_{game:05d}.h5"), labels,

@@ -30,6 +30,7 @@ TEST_FRACTION = 0.2
 SPLIT_SEED = 0
 RIDGE_ALPHA = 1.0
 CLASSIFIER_EPOCHS = 8
+CLASSIFIER_MIN_STEPS = 400  # small collects get more epochs: 8 epochs of a few batches leave a probe unfitted
 CLASSIFIER_BATCH = 512
 COLUMNS = ["agent", "env_step", "layer", "label", "metric", "score", "control", "selectivity", "train_frames",
            "test_frames", "test_games"]
@@ -107,27 +108,81 @@ def ridge_r2(x_train, y_train, x_test, y_test) -> np.ndarray:
                      for k in range(y_test.shape[1])])
 
 
-def classifier_f1(x_train, y_train, x_test, y_test, seed: int) -> float:
-    """Weighted F1 on the test frames of a linear softmax classifier over the label's values."""
+def classifier_f1s(x_train, y_train: dict, x_test, y_test: dict, seed: int) -> dict:
+    """Weighted F1 on the test frames of one linear softmax classifier per probe (a name: its train and
+    test labels), the probes trained side by side. One linear layer holds every probe's outputs and the
+    loss is the sum of the probes' losses, so each probe's weights get only their own gradient (Adam and
+    its weight decay act weight by weight): the same training as one probe at a time, on one pass over
+    the features per batch instead of one per probe."""
     from sklearn.metrics import f1_score
 
-    classes, targets = np.unique(y_train, return_inverse=True)
-    if len(classes) == 1:
-        return float(f1_score(y_test, np.full_like(y_test, classes[0]), average="weighted", zero_division=0))
+    scores, heads = {}, []  # heads: (name, classes, targets, first output, last output)
+    width = 0
+    for name, labels in y_train.items():
+        classes, targets = np.unique(labels, return_inverse=True)
+        if len(classes) == 1:  # a constant: nothing to learn, it predicts its one value
+            predicted = np.full_like(y_test[name], classes[0])
+            scores[name] = float(f1_score(y_test[name], predicted, average="weighted", zero_division=0))
+        else:
+            heads.append((name, classes, torch.from_numpy(targets), width, width + len(classes)))
+            width += len(classes)
+    if not heads:
+        return scores
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    features, targets = torch.from_numpy(x_train), torch.from_numpy(targets)
-    probe = torch.nn.Linear(features.shape[1], len(classes))
-    optimizer = torch.optim.Adam(probe.parameters(), lr=1e-3, weight_decay=1e-4)
-    for _ in range(CLASSIFIER_EPOCHS):
+    features = torch.from_numpy(x_train)
+    probes = torch.nn.Linear(features.shape[1], width)
+    optimizer = torch.optim.Adam(probes.parameters(), lr=1e-3, weight_decay=1e-4)
+    batches = -(-len(features) // CLASSIFIER_BATCH)
+    for _ in range(max(CLASSIFIER_EPOCHS, -(-CLASSIFIER_MIN_STEPS // batches))):
         for index in torch.randperm(len(features), generator=generator).split(CLASSIFIER_BATCH):
-            loss = torch.nn.functional.cross_entropy(probe(features[index]), targets[index])
+            logits = probes(features[index])
+            loss = sum(torch.nn.functional.cross_entropy(logits[:, first:last], targets[index])
+                       for _, _, targets, first, last in heads)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     with torch.no_grad():
-        predicted = classes[probe(torch.from_numpy(x_test)).argmax(1).numpy()]
-    return float(f1_score(y_test, predicted, average="weighted", zero_division=0))
+        logits = probes(torch.from_numpy(x_test))
+    for name, classes, _, first, last in heads:
+        predicted = classes[logits[:, first:last].argmax(1).numpy()]
+        scores[name] = float(f1_score(y_test[name], predicted, average="weighted", zero_division=0))
+    return scores
+
+
+def split_labels(data: ProbeData, labels: list[str], seed: int = SPLIT_SEED):
+    """The games split into train and test, each side's labels by name, and the control's shuffle of the
+    train frames."""
+    train_games, test_games = split_games(data.games, seed)
+    y_train = {name: data.read(f"labels/{name}", train_games) for name in labels}
+    y_test = {name: data.read(f"labels/{name}", test_games) for name in labels}
+    shuffle = np.random.default_rng(seed + 1).permutation(len(next(iter(y_train.values()))))
+    return train_games, test_games, y_train, y_test, shuffle
+
+
+def probe_layer(x_train, x_test, y_train: dict, y_test: dict, shuffle: np.ndarray, labels: list[str],
+                classify_scales: bool = True, seed: int = SPLIT_SEED) -> list[dict]:
+    """Every probe of one layer (standardized features): the R^2 of the labels on a scale and the F1 of
+    the labels' classifiers, each with its shuffled-label control (`shuffle` permutes the train frames)."""
+    rows = []
+    regression = [name for name in labels if name in REGRESSION_LABELS]
+    if regression:
+        targets_train = np.stack([y_train[name] for name in regression], 1).astype(np.float64)
+        targets_test = np.stack([y_test[name] for name in regression], 1).astype(np.float64)
+        scores = ridge_r2(x_train, targets_train, x_test, targets_test)
+        controls = ridge_r2(x_train, targets_train[shuffle], x_test, targets_test)
+        rows += [{"label": name, "metric": "r2", "score": score, "control": control, "selectivity": score - control}
+                 for name, score, control in zip(regression, scores, controls)]
+    classified = labels if classify_scales else [name for name in labels if name not in regression]
+    # Each label and its control (the labels shuffled) are two probes of one joint fit.
+    scores = classifier_f1s(x_train, {**{(name, False): y_train[name] for name in classified},
+                                      **{(name, True): y_train[name][shuffle] for name in classified}},
+                            x_test, {(name, control): y_test[name] for name in classified for control in (False, True)},
+                            seed)
+    for name in classified:
+        score, control = scores[(name, False)], scores[(name, True)]
+        rows.append({"label": name, "metric": "f1", "score": score, "control": control, "selectivity": score - control})
+    return rows
 
 
 def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None = None, seed: int = SPLIT_SEED,
@@ -144,11 +199,7 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
         if label not in LABELS:
             raise PongrlError(f"no label {label!r} (labels: {', '.join(LABELS)})")
     labels = labels or list(LABELS)
-    train_games, test_games = split_games(data.games, seed)
-    y_train = {name: data.read(f"labels/{name}", train_games) for name in labels}
-    y_test = {name: data.read(f"labels/{name}", test_games) for name in labels}
-    shuffle = np.random.default_rng(seed + 1).permutation(len(next(iter(y_train.values()))))
-    regression = [name for name in labels if name in REGRESSION_LABELS]
+    train_games, test_games, y_train, y_test, shuffle = split_labels(data, labels, seed)
     rows = []
     for index, agent in enumerate(data.settings["agents"]):
         for layer in data.layers[index]:
@@ -158,19 +209,8 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
                                            data.read(f"agents/{index}/{layer}", test_games).astype(np.float32))
             base = {"agent": agent["name"], "env_step": agent["env_step"], "layer": layer,
                     "train_frames": len(x_train), "test_frames": len(x_test), "test_games": len(test_games)}
-            if regression:
-                targets_train = np.stack([y_train[name] for name in regression], 1).astype(np.float64)
-                targets_test = np.stack([y_test[name] for name in regression], 1).astype(np.float64)
-                scores = ridge_r2(x_train, targets_train, x_test, targets_test)
-                controls = ridge_r2(x_train, targets_train[shuffle], x_test, targets_test)
-                for name, score, control in zip(regression, scores, controls):
-                    rows.append({**base, "label": name, "metric": "r2", "score": score, "control": control,
-                                 "selectivity": score - control})
-            for name in labels if classify_scales else [name for name in labels if name not in regression]:
-                score = classifier_f1(x_train, y_train[name], x_test, y_test[name], seed)
-                control = classifier_f1(x_train, y_train[name][shuffle], x_test, y_test[name], seed)
-                rows.append({**base, "label": name, "metric": "f1", "score": score, "control": control,
-                             "selectivity": score - control})
+            rows += [{**base, **row} for row in probe_layer(x_train, x_test, y_train, y_test, shuffle, labels,
+                                                             classify_scales, seed)]
             if progress:
                 progress(1)
     return rows, data
