@@ -40,7 +40,7 @@ def main():
     except PongrlError as error:
         sys.exit(f"probe_projection.py: {error}")
     data = ProbeData(args.work)
-    train, test, y_train, y_test, shuffle = split_labels(data, list(LABELS))
+    train, test, y_train, y_test, shuffle, validation = split_labels(data, list(LABELS))
     print(f"{data.frames:,} frames in {len(data.games)} games ({len(test)} test games), collected whole in "
           f"{time.perf_counter() - started:.0f} s; agent {data.settings['agents'][0]['name']}")
     print("| layer | width | label | metric | whole layer (control) | projection to 1024 (control) | "
@@ -60,7 +60,8 @@ def main():
             x_train, x_test = _standardize(x_train, x_test)
             clock = time.perf_counter()
             fits[name] = {(row["label"], row["metric"]): row for row in
-                          probe_layer(x_train, x_test, y_train, y_test, shuffle, list(LABELS), classify_scales=False)}
+                          probe_layer(x_train, x_test, y_train, y_test, shuffle, list(LABELS), classify_scales=False,
+                                                      validation=validation)}
             timings.append((layer, whole_train.shape[1] if name == "whole" else matrix.shape[1],
                             time.perf_counter() - clock))
         for key, whole in fits["whole"].items():

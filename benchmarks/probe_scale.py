@@ -51,7 +51,7 @@ def main():
             if frames >= args.frames:
                 break
     data = ProbeData(args.work)
-    train, test, y_train, y_test, shuffle = split_labels(data, list(LABELS))
+    train, test, y_train, y_test, shuffle, validation = split_labels(data, list(LABELS))
     print(f"{data.frames:,} frames in {len(data.games)} games ({len(test)} test games); agent "
           f"{data.settings['agents'][args.agent]['name']}")
     print(f"| layer | width | read + standardize s | all probes, {len(LABELS)} labels (+ controls) s | "
@@ -63,7 +63,7 @@ def main():
                                        data.read(f"agents/{args.agent}/{layer}", test).astype(np.float32))
         read_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        probe_layer(x_train, x_test, y_train, y_test, shuffle, list(LABELS))
+        probe_layer(x_train, x_test, y_train, y_test, shuffle, list(LABELS), validation=validation)
         fit_seconds = time.perf_counter() - started
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(f"| {layer} | {x_train.shape[1]} | {read_seconds:.1f} | "

@@ -2,7 +2,11 @@
 
     python benchmarks/zoo_entry.py CHECKPOINT --name dqn --trained-with "pongrl train dqn --seed 1 ..."
 
-Writes src/pongrl/zoo_agents/NAME.safetensors (the playing network, float32) and NAME.json: algorithm,
+    python benchmarks/zoo_entry.py RUN/checkpoints/step_000000250112.pt --name selfplay-small-0250k \
+        --series selfplay-small --float16 --trained-with "pongrl train selfplay ..."
+
+Writes src/pongrl/zoo_agents/NAME.safetensors (the playing network, float32, or float16 with --float16)
+and NAME.json: algorithm,
 network, observation profile, env steps, the training command, and two scores against the built-in AI
 measured on the shipped file itself, each with the command that replays it:
 - greedy from each of the protocol's 31 no-op starts (exact: the emulator is deterministic; a test
@@ -14,6 +18,8 @@ import hashlib
 import json
 import os
 import sys
+
+import torch
 
 from pongrl import zoo
 from pongrl.agent import load_agent, playing_weights, save_safetensors_agent
@@ -31,6 +37,9 @@ def main():
     parser.add_argument("--name", required=True, help="zoo name: letters, digits, '-' and '_'")
     parser.add_argument("--trained-with", required=True, help="the command that trained the run")
     parser.add_argument("--note", default="", help="anything a user should know (a spliced run, the seed, ...)")
+    parser.add_argument("--series", default=None,
+                        help="the checkpoints of one run across training, for `pongrl probe across zoo:SERIES-*`")
+    parser.add_argument("--float16", action="store_true", help="store the weights as float16 (half the size)")
     args = parser.parse_args()
     if not args.name.replace("-", "").replace("_", "").isalnum():
         sys.exit(f"zoo_entry.py: bad name {args.name!r}")
@@ -43,7 +52,7 @@ def main():
     algo, step, profile = payload["algo"], int(payload["env_step"]), payload.get("obs_profile", "standard")
     os.makedirs(zoo.FOLDER, exist_ok=True)
     weights_file = os.path.join(zoo.FOLDER, args.name + ".safetensors")
-    save_safetensors_agent(weights_file, weights, algo, step, profile)
+    save_safetensors_agent(weights_file, weights, algo, step, profile, torch.float16 if args.float16 else None)
 
     spec = zoo.PREFIX + args.name
     agent = load_agent(spec)  # score the shipped file, as a user loads it
@@ -54,7 +63,8 @@ def main():
     card = {
         "name": args.name, "algo": algo, "network": torso_kind(weights),
         "share_network": is_shared_torso(weights) if algo != "dqn" else None,
-        "obs_profile": profile, "env_step": step,
+        "obs_profile": profile, "env_step": step, "dtype": "float16" if args.float16 else "float32",
+        **({"series": args.series} if args.series else {}),
         "trained_with": args.trained_with, "source_checkpoint": os.path.basename(source), "note": args.note,
         "sha256": sha256,
         "scores": {

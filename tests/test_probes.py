@@ -10,10 +10,11 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from pongrl.envs.single import PongGame
 from pongrl.errors import PongrlError
-from pongrl.probes.collect import GAMES_FOLDER, SETTINGS_FILE, _write_game, game_files
+from pongrl.probes.collect import GAMES_FOLDER, SETTINGS_FILE, _write_game, collect, game_files
 from pongrl.probes.fit import ProbeData, fit, split_games, write_results
 from pongrl.probes.labels import LABELS, read_labels
 
@@ -234,3 +235,29 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
     assert os.path.getsize(os.path.join(out, "probes.png")) > 10_000
     code, _, err = run(["probe", "across", str(tmp_path / "nothing"), "--out", out], capsys)
     assert code == 1 and "not a run directory with checkpoints" in err
+
+
+def test_agents_of_one_profile_share_their_input_layer(tmp_path):
+    # Two DQN networks and their twin see the same pixels: collect stores the same input for all three
+    # (projected once), and fit gives them the same input probes without fitting them again.
+    from pongrl.agent import save_safetensors_agent
+    from pongrl.nets import QNetwork
+
+    import h5py
+
+    paths = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        paths.append(str(tmp_path / f"agent{seed}.safetensors"))
+        save_safetensors_agent(paths[-1], QNetwork(6).state_dict(), "dqn", seed, "standard")
+    out = str(tmp_path / "collect")
+    collect(paths, 900, out, seed=3)
+    with h5py.File(game_files(out)[0], "r") as game:
+        inputs = [game[f"agents/{index}/input"][...] for index in range(3)]
+        assert not np.array_equal(game["agents/0/fc"][...], game["agents/1/fc"][...])
+    assert all(np.array_equal(inputs[0], other) for other in inputs[1:])
+    rows, _ = fit(out, layers=["input"], labels=["ball_y", "ball_in_play"])
+    by_agent = {}
+    for row in rows:
+        by_agent.setdefault(row["agent"], []).append((row["label"], row["metric"], row["score"], row["control"]))
+    assert len(by_agent) == 3 and len({tuple(v) for v in by_agent.values()}) == 1

@@ -13,7 +13,7 @@ from pongrl import zoo
 from pongrl.agent import load_agent, save_safetensors_agent
 from pongrl.arena import load_player
 from pongrl.errors import PongrlError
-from pongrl.evaluate import evaluate_every_start
+from pongrl.evaluate import evaluate_every_start, play_games
 from pongrl.league import collect_entrants
 from pongrl.nets import ActorCritic, QNetwork
 
@@ -38,14 +38,24 @@ def test_the_zoo_ships_agents_with_cards():
     assert total < 60 * 2**20
 
 
+SERIES_STARTS_REPLAYED = 4
+
+
 @pytest.mark.parametrize("name", zoo.names())
 def test_a_shipped_agent_replays_the_exact_score_on_its_card(name):
     # The emulator is deterministic and greedy play too: all 31 starts must give the recorded scores.
+    # A series' checkpoints (kept for probes across training) replay their first few starts, to keep
+    # the tests short; `python benchmarks/zoo_entry.py` scored all 31 on the shipped file.
     card = zoo.card(name)
     agent = load_agent(zoo.PREFIX + name)
     assert agent.env_step == card["env_step"] and agent.obs_profile == card["obs_profile"]
-    scores = [game["score"] for game in evaluate_every_start(agent)]
-    assert scores == card["scores"]["every_start"]["per_start"]
+    recorded = card["scores"]["every_start"]["per_start"]
+    if card.get("series"):
+        recorded = recorded[:SERIES_STARTS_REPLAYED]
+        games = play_games(lambda obs: agent.act(obs), len(recorded), 0, agent.obs_profile, starts=list(range(len(recorded))))
+    else:
+        games = evaluate_every_start(agent)
+    assert [game["score"] for game in games] == recorded
 
 
 def test_zoo_names_in_commands_and_bad_names(capsys):

@@ -147,13 +147,16 @@ def _seed_format_agent(weights: dict, path: str, name: str, obs_profile: str = "
     return PolicyAgent(network.eval(), obs_profile, name=name, env_step=env_step)
 
 
-def save_safetensors_agent(path: str, state_dict: dict, algo: str, env_step: int, obs_profile: str) -> None:
-    """Write the playing network's weights as `load_safetensors_agent` reads them, atomically."""
+def save_safetensors_agent(path: str, state_dict: dict, algo: str, env_step: int, obs_profile: str,
+                           dtype: torch.dtype | None = None) -> None:
+    """Write the playing network's weights as `load_safetensors_agent` reads them, atomically; `dtype`
+    (torch.float16) stores the floating-point tensors smaller (loading casts them back to float32)."""
     from safetensors.torch import save
 
     # A shared torso appears under both actor_network.* and critic_network.* (the seed's keys);
     # safetensors refuses tensors that share memory, so each key gets its own copy.
-    data = save({key: value.detach().clone().contiguous() for key, value in state_dict.items()},
+    data = save({key: value.detach().to(dtype if dtype and value.is_floating_point() else value.dtype).clone().contiguous()
+                 for key, value in state_dict.items()},
                 metadata={"algo": algo, "env_step": str(int(env_step)), "obs_profile": obs_profile})
     atomic_write_bytes(path, data)
 

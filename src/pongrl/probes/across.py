@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from pongrl import zoo
 from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_name
 from pongrl.errors import PongrlError
 from pongrl.probes.labels import REGRESSION_LABELS
@@ -22,7 +23,12 @@ LAYER_ORDER = ("input", "conv1", "conv2", "conv3", "fc", "output", "value")
 
 
 def run_checkpoints(run: str, every: int) -> list[str]:
-    """Every `every`-th checkpoint of a run, oldest first, and its last."""
+    """Every `every`-th checkpoint of a run, oldest first, and its last. A run is a run directory, or
+    shipped agents, `zoo:PATTERN` (a series such as zoo:selfplay-small-*), ordered by env step."""
+    if zoo.is_zoo_spec(run):
+        names = sorted(zoo.expand(run), key=lambda spec: zoo.card(spec[len(zoo.PREFIX):]).get("env_step", 0))
+        chosen = names[::every]
+        return chosen if chosen[-1] == names[-1] else chosen + [names[-1]]
     folder = checkpoints_folder(run)
     names = list_checkpoints(folder) if os.path.isdir(folder) else []
     if not names:
@@ -42,6 +48,14 @@ def study_agents(runs: list[str], every: int) -> list[str]:
     return [player] + [path for paths in per_run for path in paths if path != player]
 
 
+def run_label(spec: str) -> str:
+    """The run a recorded agent belongs to: its run directory's name, or a shipped agent's series."""
+    if zoo.is_zoo_spec(spec):
+        name = spec[len(zoo.PREFIX):]
+        return zoo.card(name).get("series") or name
+    return run_name(spec) or os.path.basename(spec)
+
+
 def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
     """One panel per label: score against env step, a line per (run, layer); untrained network dashed."""
     import matplotlib
@@ -50,8 +64,7 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
     import matplotlib.pyplot as plt
 
     untrained = {agent.get("architecture"): agent["name"] for agent in agents if agent["spec"] == "random-init"}
-    run_of = {agent["name"]: (run_name(agent["spec"]) or agent["name"]) for agent in agents
-              if agent["spec"] != "random-init"}
+    run_of = {agent["name"]: run_label(agent["spec"]) for agent in agents if agent["spec"] != "random-init"}
     architecture_of = {run_of[agent["name"]]: agent.get("architecture") for agent in agents if agent["name"] in run_of}
     labels = list(dict.fromkeys(row["label"] for row in rows))
     layers = [layer for layer in LAYER_ORDER if any(row["layer"] == layer for row in rows)]

@@ -58,16 +58,27 @@ class Recorder:
         self.reduce_layers = reduce_layers  # False: every layer whole (to measure what the reduction costs)
         self._projections: dict[str, torch.Tensor | None] = {}
 
-    def layers(self, observations: np.ndarray) -> dict[str, np.ndarray]:
+    def layers(self, observations: np.ndarray, inputs: dict | None = None) -> dict[str, np.ndarray]:
+        """Every layer, reduced, as float16. `inputs` holds the reduced "input" layer by observation
+        profile: every agent of a profile sees the same pixels, so its projection is computed once."""
+        key = self.agent.obs_profile
+        known = inputs.get(key) if inputs is not None else None
         parts: dict[str, list[np.ndarray]] = {}
         for first in range(0, len(observations), FORWARD_BATCH):
             for name, values in self.agent.layers(observations[first:first + FORWARD_BATCH]).items():
+                if name == "input" and known is not None:
+                    continue
                 if name not in self._projections:
                     self._projections[name] = projection(name, values.shape[1]) if self.reduce_layers else None
                 matrix = self._projections[name]
                 reduced = values if matrix is None else (torch.from_numpy(values) @ matrix).numpy()
                 parts.setdefault(name, []).append(reduced.astype(np.float16))
-        return {name: np.concatenate(chunks) for name, chunks in parts.items()}
+        layers = {name: np.concatenate(chunks) for name, chunks in parts.items()}
+        if known is not None:
+            layers["input"] = known
+        elif inputs is not None and "input" in layers:
+            inputs[key] = layers["input"]
+        return layers
 
 
 def architecture(agent: Agent) -> str:
@@ -243,7 +254,8 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
                 progress(1)
         source.close()
         stacks = {profile: np.stack(frames_of) for profile, frames_of in observations.items()}
-        layers = [recorder.layers(stacks[profile]) for recorder, profile in zip(recorders, profiles)]
+        inputs: dict = {}
+        layers = [recorder.layers(stacks[profile], inputs) for recorder, profile in zip(recorders, profiles)]
         _write_game(os.path.join(out_dir, GAMES_FOLDER, f"game_{game:05d}.h5"), labels,
                     np.arange(steps, dtype=np.int32), game, layers)
         stored, game = stored + steps, game + 1

@@ -6,7 +6,8 @@ with the train games' statistics. Two scores per label:
 - AtariARI's protocol (Anand et al. 2019): each label's values (raw RAM bytes, or the derived labels'
   values) as classes, a linear softmax classifier, weighted F1 on the test games (a value never seen in
   training counts as a miss);
-- for positions and velocities, R^2 of a ridge regression (scikit-learn).
+- for positions and velocities, R^2 of a ridge regression (scikit-learn), its penalty chosen per label on
+  held-out train games (whole games again) and refitted on all of them.
 Each score comes with its control (Hewitt and Liang 2019): the same probe trained on the train games'
 labels shuffled across frames, scored against the true test labels. Selectivity is score minus control:
 a strong probe on a layer that does not know the label scores high on the control too. The baselines of
@@ -28,7 +29,9 @@ from pongrl.probes.labels import LABELS, REGRESSION_LABELS
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 0
-RIDGE_ALPHA = 1.0
+# Ridge penalties tried, per 1,000 train frames; each label's is chosen on held-out train games.
+RIDGE_ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
+VALIDATION_FRACTION = 0.25
 CLASSIFIER_EPOCHS = 8
 CLASSIFIER_MIN_STEPS = 400  # small collects get more epochs: 8 epochs of a few batches leave a probe unfitted
 CLASSIFIER_BATCH = 512
@@ -97,15 +100,33 @@ def _standardize(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.nd
     return (train - mean) / std, (test - mean) / std
 
 
-def ridge_r2(x_train, y_train, x_test, y_test) -> np.ndarray:
-    """R^2 on the test frames of one ridge regression per column of y."""
+def ridge_r2(x_train, y_train, x_test, y_test, validation: np.ndarray | None = None) -> np.ndarray:
+    """R^2 on the test frames of one ridge regression per column of y. With `validation` (a mask of the
+    train frames that belong to held-out train games), each column's penalty is the one of RIDGE_ALPHAS
+    that predicts the held-out games best; the probe is then refitted on every train frame. Without a
+    fitted penalty a probe on a layer wider than its frames overfits (R^2 far below zero)."""
     from sklearn.linear_model import Ridge
     from sklearn.metrics import r2_score
 
-    model = Ridge(alpha=RIDGE_ALPHA * len(x_train) / 1000).fit(x_train, y_train)
-    predicted = model.predict(x_test).reshape(len(x_test), -1)  # one column comes back flat
-    return np.array([r2_score(y_test[:, k], predicted[:, k]) if np.ptp(y_test[:, k]) > 0 else np.nan
-                     for k in range(y_test.shape[1])])
+    def predict(alpha, fit_rows, x):
+        model = Ridge(alpha=alpha * fit_rows.sum() / 1000).fit(x_train[fit_rows], y_train[fit_rows])
+        return model.predict(x).reshape(len(x), -1)  # one column comes back flat
+
+    def r2_columns(truth, predicted):
+        return np.array([r2_score(truth[:, k], predicted[:, k]) if np.ptp(truth[:, k]) > 0 else np.nan
+                         for k in range(truth.shape[1])])
+
+    every = np.ones(len(x_train), bool)
+    alphas = np.full(y_train.shape[1], 1.0)
+    if validation is not None and validation.any() and (~validation).any():
+        held_out = np.stack([r2_columns(y_train[validation], predict(alpha, ~validation, x_train[validation]))
+                             for alpha in RIDGE_ALPHAS])
+        alphas = np.array(RIDGE_ALPHAS)[np.nan_to_num(held_out, nan=-np.inf).argmax(0)]
+    predicted = np.empty_like(y_test, dtype=np.float64)
+    for alpha in np.unique(alphas):
+        columns = alphas == alpha
+        predicted[:, columns] = predict(alpha, every, x_test)[:, columns]
+    return r2_columns(y_test, predicted)
 
 
 def classifier_f1s(x_train, y_train: dict, x_test, y_test: dict, seed: int) -> dict:
@@ -151,26 +172,30 @@ def classifier_f1s(x_train, y_train: dict, x_test, y_test: dict, seed: int) -> d
 
 
 def split_labels(data: ProbeData, labels: list[str], seed: int = SPLIT_SEED):
-    """The games split into train and test, each side's labels by name, and the control's shuffle of the
-    train frames."""
+    """The games split into train and test, each side's labels by name, the control's shuffle of the train
+    frames, and the mask of the train frames in held-out train games (whole games, for choosing penalties)."""
     train_games, test_games = split_games(data.games, seed)
     y_train = {name: data.read(f"labels/{name}", train_games) for name in labels}
     y_test = {name: data.read(f"labels/{name}", test_games) for name in labels}
     shuffle = np.random.default_rng(seed + 1).permutation(len(next(iter(y_train.values()))))
-    return train_games, test_games, y_train, y_test, shuffle
+    rows_of = dict(zip(data.games, data.rows))
+    held_out = set(train_games[::-1][:int(round(VALIDATION_FRACTION * len(train_games)))]) if len(train_games) > 1 else set()
+    validation = np.concatenate([np.full(rows_of[game], game in held_out) for game in train_games])
+    return train_games, test_games, y_train, y_test, shuffle, validation
 
 
 def probe_layer(x_train, x_test, y_train: dict, y_test: dict, shuffle: np.ndarray, labels: list[str],
-                classify_scales: bool = True, seed: int = SPLIT_SEED) -> list[dict]:
+                classify_scales: bool = True, seed: int = SPLIT_SEED, validation: np.ndarray | None = None) -> list[dict]:
     """Every probe of one layer (standardized features): the R^2 of the labels on a scale and the F1 of
-    the labels' classifiers, each with its shuffled-label control (`shuffle` permutes the train frames)."""
+    the labels' classifiers, each with its shuffled-label control (`shuffle` permutes the train frames;
+    `validation` marks the held-out train games that choose the ridge penalties)."""
     rows = []
     regression = [name for name in labels if name in REGRESSION_LABELS]
     if regression:
         targets_train = np.stack([y_train[name] for name in regression], 1).astype(np.float64)
         targets_test = np.stack([y_test[name] for name in regression], 1).astype(np.float64)
-        scores = ridge_r2(x_train, targets_train, x_test, targets_test)
-        controls = ridge_r2(x_train, targets_train[shuffle], x_test, targets_test)
+        scores = ridge_r2(x_train, targets_train, x_test, targets_test, validation)
+        controls = ridge_r2(x_train, targets_train[shuffle], x_test, targets_test, validation)
         rows += [{"label": name, "metric": "r2", "score": score, "control": control, "selectivity": score - control}
                  for name, score, control in zip(regression, scores, controls)]
     classified = labels if classify_scales else [name for name in labels if name not in regression]
@@ -199,18 +224,26 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
         if label not in LABELS:
             raise PongrlError(f"no label {label!r} (labels: {', '.join(LABELS)})")
     labels = labels or list(LABELS)
-    train_games, test_games, y_train, y_test, shuffle = split_labels(data, labels, seed)
+    train_games, test_games, y_train, y_test, shuffle, validation = split_labels(data, labels, seed)
     rows = []
+    fitted_inputs: dict[str, list[dict]] = {}  # by observation profile: agents of one profile share their input
     for index, agent in enumerate(data.settings["agents"]):
         for layer in data.layers[index]:
             if layers and layer not in layers:
                 continue
-            x_train, x_test = _standardize(data.read(f"agents/{index}/{layer}", train_games).astype(np.float32),
-                                           data.read(f"agents/{index}/{layer}", test_games).astype(np.float32))
             base = {"agent": agent["name"], "env_step": agent["env_step"], "layer": layer,
-                    "train_frames": len(x_train), "test_frames": len(x_test), "test_games": len(test_games)}
-            rows += [{**base, **row} for row in probe_layer(x_train, x_test, y_train, y_test, shuffle, labels,
-                                                             classify_scales, seed)]
+                    "train_frames": len(shuffle), "test_frames": len(next(iter(y_test.values()))),
+                    "test_games": len(test_games)}
+            profile = agent.get("obs_profile")
+            if layer == "input" and profile in fitted_inputs:
+                rows += [{**base, **row} for row in fitted_inputs[profile]]
+            else:
+                x_train, x_test = _standardize(data.read(f"agents/{index}/{layer}", train_games).astype(np.float32),
+                                               data.read(f"agents/{index}/{layer}", test_games).astype(np.float32))
+                probes = probe_layer(x_train, x_test, y_train, y_test, shuffle, labels, classify_scales, seed, validation)
+                if layer == "input":
+                    fitted_inputs[profile] = probes
+                rows += [{**base, **row} for row in probes]
             if progress:
                 progress(1)
     return rows, data
