@@ -237,6 +237,40 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
     assert code == 1 and "not a run directory with checkpoints" in err
 
 
+def test_the_study_across_a_shipped_series_and_hand_picked_checkpoints(tmp_path, capsys, monkeypatch):
+    # A series in the zoo (two self-play networks with cards naming their series) plays; one checkpoint
+    # file of a DQN run is drawn beside it; each architecture gets its untrained twin.
+    from pongrl import zoo
+    from pongrl.agent import save_safetensors_agent
+    from pongrl.cli import main
+    from pongrl.nets import ActorCritic
+
+    monkeypatch.setattr(zoo, "FOLDER", str(tmp_path / "zoo"))
+    os.makedirs(zoo.FOLDER)
+    for step in (1000, 2000):
+        torch.manual_seed(step)
+        name = f"tiny-{step}"
+        save_safetensors_agent(os.path.join(zoo.FOLDER, name + ".safetensors"),
+                               ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", step, "seed",
+                               torch.float16)
+        json.dump({"name": name, "series": "tiny", "env_step": step}, open(os.path.join(zoo.FOLDER, name + ".json"), "w"))
+    run_dir = str(tmp_path / "dqn")
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "200", "--num-envs", "2", "--buffer-size", "2000",
+                 "--learning-starts", "100", "--batch-size", "8", "--log-every", "200", "--checkpoint-every", "200",
+                 "--eval-every", "0", "--torch-threads", "1"]) == 0
+    checkpoint = os.path.join(run_dir, "checkpoints", "step_000000000200.pt")
+    out = str(tmp_path / "study")
+    code, _, err = run(["probe", "across", "zoo:tiny-*", checkpoint, "--out", out, "--frames", "900", "--layers", "fc",
+                        "--labels", "ball_y", "ball_in_play"], capsys)
+    assert code == 0, err
+    settings = json.load(open(os.path.join(out, SETTINGS_FILE)))
+    assert [agent["name"] for agent in settings["agents"]] == [
+        "zoo:tiny-2000", "zoo:tiny-1000", "dqn@200", "random-init (actor-critic-small-shared-seed)", "random-init (q-nature)"]
+    rows = list(csv.DictReader(open(os.path.join(out, "probes.csv"))))
+    assert {row["agent"] for row in rows} == {agent["name"] for agent in settings["agents"]}
+    assert os.path.getsize(os.path.join(out, "probes.png")) > 10_000
+
+
 def test_agents_of_one_profile_share_their_input_layer(tmp_path):
     # Two DQN networks and their twin see the same pixels: collect stores the same input for all three
     # (projected once), and fit gives them the same input probes without fitting them again.

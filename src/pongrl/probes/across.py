@@ -23,8 +23,11 @@ LAYER_ORDER = ("input", "conv1", "conv2", "conv3", "fc", "output", "value")
 
 
 def run_checkpoints(run: str, every: int) -> list[str]:
-    """Every `every`-th checkpoint of a run, oldest first, and its last. A run is a run directory, or
-    shipped agents, `zoo:PATTERN` (a series such as zoo:selfplay-small-*), ordered by env step."""
+    """Every `every`-th checkpoint of a run, oldest first, and its last. A run is a run directory,
+    shipped agents, `zoo:PATTERN` (a series such as zoo:selfplay-small-*, ordered by env step), or one
+    checkpoint file (drawn with the others of its run directory, to pick a run's checkpoints by hand)."""
+    if os.path.isfile(run):
+        return [run]
     if zoo.is_zoo_spec(run):
         names = sorted(zoo.expand(run), key=lambda spec: zoo.card(spec[len(zoo.PREFIX):]).get("env_step", 0))
         chosen = names[::every]

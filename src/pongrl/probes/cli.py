@@ -27,8 +27,8 @@ def add_parser(commands, agent_help: str, positive_int, integer) -> None:
     fit.add_argument("--seed", type=integer, default=0, help="seed of the split into train and test games (default 0)")
     across = steps.add_parser("across", help="the study over runs' checkpoints: collect, fit, probes.png against env steps")
     across.add_argument("runs", nargs="+", metavar="RUN",
-                        help="run directories (all their kept checkpoints take part), or shipped series such as "
-                             "'zoo:selfplay-small-*'")
+                        help="run directories (all their kept checkpoints take part), shipped series such as "
+                             "'zoo:selfplay-small-*', or checkpoint files (grouped by their run)")
     across.add_argument("--out", required=True, help="folder to write (an interrupted study continues there)")
     across.add_argument("--every", type=positive_int, default=1, help="every K-th checkpoint of each run, and its last (default 1)")
     across.add_argument("--frames", type=positive_int, default=20_000, help="agent steps to record (default 20000)")
