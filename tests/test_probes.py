@@ -295,3 +295,21 @@ def test_agents_of_one_profile_share_their_input_layer(tmp_path):
     for row in rows:
         by_agent.setdefault(row["agent"], []).append((row["label"], row["metric"], row["score"], row["control"]))
     assert len(by_agent) == 3 and len({tuple(v) for v in by_agent.values()}) == 1
+
+
+def test_fit_warns_when_a_test_game_repeats_a_train_game(tmp_path, capsys):
+    import shutil
+
+    folder = planted_collect(str(tmp_path / "planted"), games=5)
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y"], capsys)
+    assert code == 0 and "repeat" not in err
+    train, test = split_games(list(range(5)))
+    # Game `test[0]` becomes a copy of a train game (under its own game number).
+    copy = os.path.join(folder, GAMES_FOLDER, f"game_{test[0]:05d}.h5")
+    shutil.copy(os.path.join(folder, GAMES_FOLDER, f"game_{train[0]:05d}.h5"), copy)
+    import h5py
+
+    with h5py.File(copy, "r+") as data:
+        data.attrs["game"] = test[0]
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y"], capsys)
+    assert code == 0 and f"1 test game(s) repeat a train game frame for frame ({test[0]})" in err

@@ -44,6 +44,17 @@ def _progress(total: int, unit: str):
     return tqdm(total=total, unit=unit, disable=not sys.stderr.isatty(), dynamic_ncols=True)
 
 
+def warn_repeated_games(out: str) -> None:
+    from pongrl.probes.fit import ProbeData, repeated_test_games, split_games
+
+    data = ProbeData(out)
+    repeated = repeated_test_games(data, *split_games(data.games))
+    if repeated:
+        print(f"pongrl probe: warning: {len(repeated)} test game(s) repeat a train game frame for frame "
+              f"({', '.join(map(str, repeated))}): their probes leak; collect with --sample for distinct games",
+              file=sys.stderr)
+
+
 def run(args) -> int:
     if args.probe_command == "across":
         return run_across(args)
@@ -62,6 +73,7 @@ def run(args) -> int:
     if not data.complete:
         print(f"pongrl probe fit: {args.out} holds an interrupted collect ({data.frames:,} of "
               f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games", file=sys.stderr)
+    warn_repeated_games(args.out)
     pairs = sum(len(names) if not args.layers else len(set(names) & set(args.layers)) for names in data.layers.values())
     with _progress(pairs, "layer") as bar:
         rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update)
@@ -82,6 +94,7 @@ def run_across(args) -> int:
           file=sys.stderr)
     with _progress(args.frames, "frame") as bar:
         collect(agents, args.frames, args.out, sample=args.sample, seed=args.seed, progress=bar.update)
+    warn_repeated_games(args.out)
     with _progress(None, "layer") as bar:
         rows, data = fit(args.out, args.layers, args.labels, progress=bar.update, classify_scales=False)
     csv_path, md_path = write_results(rows, args.out)
