@@ -164,8 +164,8 @@ def main():
     args.out = args.out or os.path.join(args.study_dir, "seeds.png")
     if args.parallel < 1:
         sys.exit("seeds.py: --parallel must be at least 1")
-    os.makedirs(args.study_dir, exist_ok=True)
     if not args.report_only:
+        os.makedirs(args.study_dir, exist_ok=True)
         run_seeds(args)
     report(args)
 

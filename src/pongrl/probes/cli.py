@@ -44,11 +44,11 @@ def _progress(total: int, unit: str):
     return tqdm(total=total, unit=unit, disable=not sys.stderr.isatty(), dynamic_ncols=True)
 
 
-def warn_repeated_games(out: str) -> None:
+def warn_repeated_games(out: str, seed: int = 0) -> None:
     from pongrl.probes.fit import ProbeData, repeated_test_games, split_games
 
     data = ProbeData(out)
-    repeated = repeated_test_games(data, *split_games(data.games))
+    repeated = repeated_test_games(data, *split_games(data.games, seed))
     if repeated:
         print(f"pongrl probe: warning: {len(repeated)} test game(s) repeat a train game frame for frame "
               f"({', '.join(map(str, repeated))}): their probes leak; collect with --sample for distinct games",
@@ -73,7 +73,7 @@ def run(args) -> int:
     if not data.complete:
         print(f"pongrl probe fit: {args.out} holds an interrupted collect ({data.frames:,} of "
               f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games", file=sys.stderr)
-    warn_repeated_games(args.out)
+    warn_repeated_games(args.out, args.seed)
     pairs = sum(len(names) if not args.layers else len(set(names) & set(args.layers)) for names in data.layers.values())
     with _progress(pairs, "layer") as bar:
         rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update)

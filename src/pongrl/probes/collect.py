@@ -102,8 +102,9 @@ def random_init_like(agent: Agent, name: str = "random-init") -> Agent:
 def untrained_twins(agents: list[Agent]) -> list[Agent]:
     """One untrained network per architecture among the agents: "random-init" alone, or
     "random-init (ARCHITECTURE)" each when the agents mix architectures."""
-    kinds = {architecture(agent): agent for agent in reversed(agents)}  # the first agent of each kind
-    kinds = dict(reversed(list(kinds.items())))
+    kinds: dict[str, Agent] = {}
+    for agent in agents:
+        kinds.setdefault(architecture(agent), agent)  # the first agent of each kind
     if len(kinds) == 1:
         return [random_init_like(agents[0])]
     return [random_init_like(agent, f"random-init ({kind})") for kind, agent in kinds.items()]
