@@ -1,7 +1,9 @@
 """`pongrl probe across`: the whole study over runs' checkpoints in one command.
 
 Every K-th checkpoint of each run (and always its last) records its layers on one shared set of frames,
-played by the first run's last checkpoint against the built-in AI (`collect`); the probes are fitted
+played by the first run's last checkpoint against the built-in AI, sampling its actions unless --greedy
+(greedy play from the game's start repeats games frame for frame, and a test game that repeats a train
+game leaks) (`collect`); the probes are fitted
 (`fit`); `probes.png` draws each label's probe score per layer against the checkpoint's env step, one
 panel per label, the runs overlaid (R^2 for positions and velocities, AtariARI's weighted F1 for the
 rest: the classifiers of the positions and velocities, most of the fitting time, are left to `probe fit`),

@@ -34,7 +34,9 @@ def add_parser(commands, agent_help: str, positive_int, integer) -> None:
     across.add_argument("--frames", type=positive_int, default=20_000, help="agent steps to record (default 20000)")
     across.add_argument("--layers", nargs="+", help="only these layers (default all)")
     across.add_argument("--labels", nargs="+", help="only these labels (default all)")
-    across.add_argument("--sample", action="store_true", help="the playing checkpoint samples its actions")
+    across.add_argument("--greedy", action="store_true",
+                        help="the playing checkpoint plays greedily (default: it samples its actions, so that no two "
+                             "games repeat: greedy play against the built-in AI is deterministic)")
     across.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
 
 
@@ -93,8 +95,8 @@ def run_across(args) -> int:
     print(f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
           file=sys.stderr)
     with _progress(args.frames, "frame") as bar:
-        collect(agents, args.frames, args.out, sample=args.sample, seed=args.seed, progress=bar.update)
-    warn_repeated_games(args.out)
+        collect(agents, args.frames, args.out, sample=not args.greedy, seed=args.seed, progress=bar.update)
+    warn_repeated_games(args.out, args.seed)
     with _progress(None, "layer") as bar:
         rows, data = fit(args.out, args.layers, args.labels, progress=bar.update, classify_scales=False)
     csv_path, md_path = write_results(rows, args.out)

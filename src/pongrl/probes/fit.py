@@ -105,11 +105,18 @@ def ridge_r2(x_train, y_train, x_test, y_test, validation: np.ndarray | None = N
     train frames that belong to held-out train games), each column's penalty is the one of RIDGE_ALPHAS
     that predicts the held-out games best; the probe is then refitted on every train frame. Without a
     fitted penalty a probe on a layer wider than its frames overfits (R^2 far below zero)."""
+    import warnings
+
+    from scipy.linalg import LinAlgWarning
     from sklearn.linear_model import Ridge
     from sklearn.metrics import r2_score
 
     def predict(alpha, fit_rows, x):
-        model = Ridge(alpha=alpha * fit_rows.sum() / 1000).fit(x_train[fit_rows], y_train[fit_rows])
+        # The smallest penalties leave the float16 layers' Gram matrix ill-conditioned, and scipy says so
+        # once per fit (hundreds of lines in a study); the penalty chosen on held-out games answers for it.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LinAlgWarning)
+            model = Ridge(alpha=alpha * fit_rows.sum() / 1000).fit(x_train[fit_rows], y_train[fit_rows])
         return model.predict(x).reshape(len(x), -1)  # one column comes back flat
 
     def r2_columns(truth, predicted):
