@@ -59,7 +59,7 @@ SCORE_ROWS = 9  # rows 0..8 of the 84x84 image show the score; the seed blanks t
 MAX_CYCLES = 100_000  # pong_v3's default; counts raw emulator frames, not agent steps
 CLASSIC_MODE = 4  # pong_v3's "classic" two-player game (its default game_version)
 # The other two-player Pong variation is 3 (multi_agent_ale_py numbers the cartridge's games 1..50; 1
-# and 2 are the one-player games). Measured with benchmarks/ball_speed.py: in 4 the ball almost never
+# and 2 are the one-player games). Measured with research/ball_speed.py: in 4 the ball almost never
 # (0.2% of steps) flies faster than 2 px/frame horizontally; in 3 and in the single-player game it
 # reaches 3-4 px/frame in about 4% of them.
 SCREEN_HEIGHT, SCREEN_WIDTH = 210, 160

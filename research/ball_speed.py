@@ -1,7 +1,7 @@
 """How fast the ball flies in the games a checkpoint plays: against itself in two-player Pong (the self-play
 training game) and against the built-in AI (the single-player game it is evaluated in).
 
-    python benchmarks/ball_speed.py CHECKPOINT... [--steps 3000] [--games 4] [--greedy] [--game-mode 4] [--torch-threads 1]
+    python research/ball_speed.py CHECKPOINT... [--steps 3000] [--games 4] [--greedy] [--game-mode 4] [--torch-threads 1]
 
 Each checkpoint plays `--games` games of each kind for `--steps` agent steps (4 raw frames each), with actions
 sampled from its policy as in training (`--greedy`: the most probable action); the two-player games are of the

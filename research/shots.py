@@ -1,6 +1,6 @@
 """Which shots a checkpoint fails to return: against the built-in AI, and against itself in two-player Pong.
 
-    python benchmarks/shots.py CHECKPOINT... [--games 4] [--game-mode 3] [--seed 0] [--greedy] [--torch-threads 1]
+    python research/shots.py CHECKPOINT... [--games 4] [--game-mode 3] [--seed 0] [--greedy] [--torch-threads 1]
 
 Each checkpoint plays `--games` whole games against the built-in AI (the single-player game it is evaluated
 in, on the right paddle) and `--games` against itself (two-player variation `--game-mode`, both paddles

@@ -1,6 +1,6 @@
 """Average the playing weights of several checkpoints of one run, to test whether the average plays better.
 
-    python benchmarks/average_weights.py CHECKPOINT... --out AVERAGE.pt [--force]
+    python research/average_weights.py CHECKPOINT... --out AVERAGE.pt [--force]
     pongrl eval AVERAGE.pt --every-start          # or --sample --episodes 16, --sticky-actions 0.25
 
 Why: the greedy score of a self-play checkpoint against the built-in AI swings by up to 25 points between
