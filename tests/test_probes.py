@@ -233,6 +233,7 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
     assert steps == [200, 400, 600]
     assert {row["agent"] for row in rows} == {"dqn@200", "dqn@400", "dqn@600", "random-init"}
     assert os.path.getsize(os.path.join(out, "probes.png")) > 10_000
+    assert json.load(open(os.path.join(out, SETTINGS_FILE)))["sample"] is True  # the player samples unless --greedy
     code, _, err = run(["probe", "across", str(tmp_path / "nothing"), "--out", out], capsys)
     assert code == 1 and "not a run directory with checkpoints" in err
 
