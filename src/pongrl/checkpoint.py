@@ -22,19 +22,22 @@ from pongrl.errors import PongrlError
 FORMAT = "pongrl-checkpoint"
 FORMAT_VERSION = 1
 LATEST = "latest"
+TEMP_PREFIX = ".tmp-"  # an atomic write's temp file, beside its target
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write(path: str, write: Callable[[Any], None]) -> None:
-    """Write through a temp file in the same directory, fsync it, then rename over `path`."""
+def atomic_write_file(path: str, fill: Callable[[str], None]) -> None:
+    """Have `fill` write a temp file (it gets the temp file's path) in the same directory, fsync it, then
+    rename it over `path`: `path` is the whole file or what it was before, never a part. The temp name
+    starts with TEMP_PREFIX; the temp file is removed if `fill` raises or is interrupted."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    handle, temp_path = tempfile.mkstemp(dir=directory, prefix=".tmp-" + os.path.basename(path))
+    handle, temp_path = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX + os.path.basename(path))
+    os.close(handle)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            write(stream)
-            stream.flush()
+        fill(temp_path)
+        with open(temp_path, "rb+") as stream:
             os.fsync(stream.fileno())
         os.chmod(temp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the usual file mode
         os.replace(temp_path, path)
@@ -47,6 +50,15 @@ def atomic_write(path: str, write: Callable[[Any], None]) -> None:
         os.fsync(directory_fd)
     finally:
         os.close(directory_fd)
+
+
+def atomic_write(path: str, write: Callable[[Any], None]) -> None:
+    """Write through a temp file in the same directory, fsync it, then rename over `path`."""
+    def fill(temp_path: str) -> None:
+        with open(temp_path, "wb") as stream:
+            write(stream)
+
+    atomic_write_file(path, fill)
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
@@ -95,7 +107,7 @@ def remove_partial_writes(checkpoint_dir: str) -> int:
     be gigabytes). Only called by the one process that trains in the run."""
     if not os.path.isdir(checkpoint_dir):
         return 0
-    partial = [f for f in os.listdir(checkpoint_dir) if f.startswith(".tmp-")]
+    partial = [f for f in os.listdir(checkpoint_dir) if f.startswith(TEMP_PREFIX)]
     for name in partial:
         os.unlink(os.path.join(checkpoint_dir, name))
     return len(partial)

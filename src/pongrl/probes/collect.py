@@ -12,13 +12,13 @@ REDUCED_WIDTH dimensions (a seeded Gaussian matrix, the same for every run and c
 Johnson-Lindenstrauss lemma a linear probe loses little), the others whole, as float16.
 
 Storage: one HDF5 file per game (`DIR/games/game_NNNNN.h5`, datasets chunked by rows), written to a temp
-file and renamed when the game is complete, so an interrupted collect keeps every game it finished and
+file as the game is played (the layers of every CHUNK_FRAMES frames at a time) and renamed when the game is
+complete, so an interrupted collect keeps every game it finished and
 `collect` run again continues after them; `DIR/collect.json` names the agents and settings, and a
 second collect into the same DIR must name the same ones.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import zlib
@@ -28,7 +28,7 @@ import torch
 
 from pongrl.agent import NUM_ACTIONS, Agent, PolicyAgent, QAgent
 from pongrl.arena import BUILTIN, load_player
-from pongrl.checkpoint import atomic_write_bytes
+from pongrl.checkpoint import TEMP_PREFIX, atomic_write_bytes, atomic_write_file
 from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic, QNetwork, torso_kind
 from pongrl.probes.labels import LABELS, read_labels
@@ -39,6 +39,7 @@ RANDOM_INIT_SEED = 0
 GAMES_FOLDER = "games"
 SETTINGS_FILE = "collect.json"
 FORWARD_BATCH = 256
+CHUNK_FRAMES = 1024  # frames held in memory before their layers are computed and written
 
 
 def projection(layer: str, width: int) -> torch.Tensor | None:
@@ -171,20 +172,36 @@ def game_files(out_dir: str) -> list[str]:
                   if name.startswith("game_") and name.endswith(".h5"))
 
 
+def _append_layers(data, layers: list[dict]) -> None:
+    """Append a chunk of frames' layers (one dict per agent) to an open game file."""
+    for index, agent_layers in enumerate(layers):
+        for name, values in agent_layers.items():
+            key = f"agents/{index}/{name}"
+            if key not in data:
+                data.create_dataset(key, shape=(0, values.shape[1]), maxshape=(None, values.shape[1]),
+                                    dtype=values.dtype, chunks=(CHUNK_FRAMES // 4, values.shape[1]))
+            dataset = data[key]
+            dataset.resize(len(dataset) + len(values), axis=0)
+            dataset[-len(values):] = values
+
+
+def _write_labels(data, labels: dict, steps: np.ndarray, game: int) -> None:
+    data.attrs["game"] = game
+    data.create_dataset("step", data=steps)
+    for name, values in labels.items():
+        data.create_dataset(f"labels/{name}", data=np.asarray(values, np.int32))
+
+
 def _write_game(path: str, labels: dict, steps: np.ndarray, game: int, layers: list[dict]) -> None:
+    """One whole game's file at once (tests build collects this way)."""
     import h5py
 
-    buffer = io.BytesIO()  # one game's data, then one atomic write: a file on disk is always a whole game
-    with h5py.File(buffer, "w") as data:
-        data.attrs["game"] = game
-        data.create_dataset("step", data=steps)
-        for name, values in labels.items():
-            data.create_dataset(f"labels/{name}", data=np.asarray(values, np.int32))
-        for index, agent_layers in enumerate(layers):
-            for name, values in agent_layers.items():
-                data.create_dataset(f"agents/{index}/{name}", data=values,
-                                    chunks=(min(len(values), 256), values.shape[1]))
-    atomic_write_bytes(path, buffer.getvalue())
+    def fill(temp_path: str) -> None:
+        with h5py.File(temp_path, "w") as data:
+            _append_layers(data, layers)
+            _write_labels(data, labels, steps, game)
+
+    atomic_write_file(path, fill)
 
 
 def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = BUILTIN, sample: bool = False,
@@ -222,6 +239,9 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
         if {k: v for k, v in before.items() if k != "frames"} != settings:
             raise PongrlError(f"{out_dir}: holds a collect of other agents or settings; choose another --out")
     os.makedirs(os.path.join(out_dir, GAMES_FOLDER), exist_ok=True)
+    for name in os.listdir(os.path.join(out_dir, GAMES_FOLDER)):  # a game cut short by a kill, not by Ctrl-C
+        if name.startswith(TEMP_PREFIX):
+            os.unlink(os.path.join(out_dir, GAMES_FOLDER, name))
     done_files = game_files(out_dir)
     stored = sum(_rows(path) for path in done_files)
     # The frames asked for, so that fit can tell an interrupted collect (it never shrinks what is there).
@@ -238,29 +258,55 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
             from pongrl.envs.match import LEFT, RIGHT
 
             source = _AgainstAgent(rival.agent, RIGHT if side == "right" else LEFT, profiles, rng, sample)
-        observations = {profile: [] for profile in set(profiles)}
-        labels = {name: [] for name in LABELS}
-        previous_ram, done, steps = None, False, 0
-        while not done and stored + steps < frames:
-            ram = source.ram()
-            for name, value in read_labels(ram, previous_ram, source.mirrored).items():
-                labels[name].append(value)
-            for profile in observations:
-                observations[profile].append(source.observation(profile))
-            observation = observations[profiles[0]][-1][None]
-            action = int(agents[0].act(observation, rng=rng, sample=sample)[0])
-            done = source.step(action)
-            previous_ram, steps = ram, steps + 1
-            if progress:
-                progress(1)
-        source.close()
-        stacks = {profile: np.stack(frames_of) for profile, frames_of in observations.items()}
-        inputs: dict = {}
-        layers = [recorder.layers(stacks[profile], inputs) for recorder, profile in zip(recorders, profiles)]
-        _write_game(os.path.join(out_dir, GAMES_FOLDER, f"game_{game:05d}.h5"), labels,
-                    np.arange(steps, dtype=np.int32), game, layers)
+        path = os.path.join(out_dir, GAMES_FOLDER, f"game_{game:05d}.h5")
+        steps = _play_game(path, game, source, agents, recorders, frames - stored, rng, sample, progress)
         stored, game = stored + steps, game + 1
     return {"frames": stored, "games": game, "agents": [agent["name"] for agent in settings["agents"]]}
+
+
+def _play_game(path: str, game: int, source, agents: list[Agent], recorders: list[Recorder], frames_left: int,
+               rng: np.random.Generator, sample: bool, progress) -> int:
+    """Play one game (cut at `frames_left` steps) into its file, the layers recorded every CHUNK_FRAMES
+    frames (a game can last 27,000 steps: never a whole game in memory). Returns the steps played."""
+    import h5py
+
+    profiles = [agent.obs_profile for agent in agents]
+    played = 0
+
+    def record(data, observations: dict) -> None:
+        stacks = {profile: np.stack(frames_of) for profile, frames_of in observations.items()}
+        inputs: dict = {}
+        _append_layers(data, [recorder.layers(stacks[profile], inputs) for recorder, profile in zip(recorders, profiles)])
+
+    def fill(temp_path: str) -> None:
+        nonlocal played
+        with h5py.File(temp_path, "w") as data:
+            labels = {name: [] for name in LABELS}
+            observations = {profile: [] for profile in set(profiles)}
+            previous_ram, done = None, False
+            while not done and played < frames_left:
+                ram = source.ram()
+                for name, value in read_labels(ram, previous_ram, source.mirrored).items():
+                    labels[name].append(value)
+                for profile in observations:
+                    observations[profile].append(source.observation(profile))
+                action = int(agents[0].act(observations[profiles[0]][-1][None], rng=rng, sample=sample)[0])
+                done = source.step(action)
+                previous_ram, played = ram, played + 1
+                if len(observations[profiles[0]]) == CHUNK_FRAMES:
+                    record(data, observations)
+                    observations = {profile: [] for profile in observations}
+                if progress:
+                    progress(1)
+            if observations[profiles[0]]:
+                record(data, observations)
+            _write_labels(data, labels, np.arange(played, dtype=np.int32), game)
+
+    try:
+        atomic_write_file(path, fill)
+    finally:
+        source.close()
+    return played
 
 
 def _rows(path: str) -> int:
