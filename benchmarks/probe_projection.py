@@ -1,9 +1,10 @@
 """What the random projection of `pongrl probe` costs: probes on whole layers against probes on their
 1,024-dimensional projections, on the same frames.
 
-    python benchmarks/probe_projection.py AGENT [--frames 4000] [--work /tmp/probe_projection] [--seed 0]
+    python benchmarks/probe_projection.py AGENT [--frames 4000] [--work /tmp/probe_projection] [--seed 0] [--greedy]
 
-Collects N frames played by AGENT against the built-in AI with every layer stored whole (the input's
+Collects N frames played by AGENT against the built-in AI (sampling its actions unless --greedy, so that no
+test game repeats a train game) with every layer stored whole (the input's
 28,224 values, the convolutions' 12,800, 5,184 and 3,136), then fits, for each layer wider than 1,024,
 the same probes twice: on the whole layer and on the fixed projection that `probe collect` stores
 (`projection(layer, width)`, applied here to the stored values). Printed: R^2 of the labels on a scale
@@ -26,21 +27,24 @@ def main():
     parser.add_argument("--frames", type=int, default=4000)
     parser.add_argument("--work", default="/tmp/probe_projection")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--greedy", action="store_true", help="AGENT plays greedily (games may repeat)")
     args = parser.parse_args()
 
     from pongrl.errors import PongrlError
     from pongrl.probes.collect import collect, projection
-    from pongrl.probes.fit import ProbeData, _standardize, probe_layer, split_labels
+    from pongrl.probes.fit import ProbeData, _standardize, probe_layer, repeated_test_games, split_labels
     from pongrl.probes.labels import LABELS
 
     shutil.rmtree(args.work, ignore_errors=True)
     started = time.perf_counter()
     try:
-        collect([args.agent], args.frames, args.work, seed=args.seed, reduce_layers=False)
+        collect([args.agent], args.frames, args.work, sample=not args.greedy, seed=args.seed, reduce_layers=False)
+        data = ProbeData(args.work)
+        train, test, y_train, y_test, shuffle, validation = split_labels(data, list(LABELS))
     except PongrlError as error:
         sys.exit(f"probe_projection.py: {error}")
-    data = ProbeData(args.work)
-    train, test, y_train, y_test, shuffle, validation = split_labels(data, list(LABELS))
+    if repeated_test_games(data, train, test):
+        print("warning: a test game repeats a train game frame for frame: the probes leak")
     print(f"{data.frames:,} frames in {len(data.games)} games ({len(test)} test games), collected whole in "
           f"{time.perf_counter() - started:.0f} s; agent {data.settings['agents'][0]['name']}")
     print("| layer | width | label | metric | whole layer (control) | projection to 1024 (control) | "
