@@ -114,15 +114,11 @@ def report(args) -> None:
         print(f"| {seed} | {mark}{summary['env_step']:,} | {mark}{summary['training_minutes']:.0f} | "
               f"{summary['eval_minutes']:.0f} | {best} | {phases['env_seconds']:.0f} / "
               f"{phases['inference_seconds']:.0f} / {phases['update_seconds']:.0f} |")
-    # A seed that has not reached the target counts as at least its training time so far.
-    times = sorted((s["training_minutes"], s["reached"]) for s in summaries.values())
-    median, median_reached = times[(len(times) - 1) // 2] if len(times) % 2 else (
-        (times[len(times) // 2 - 1][0] + times[len(times) // 2][0]) / 2,
-        times[len(times) // 2 - 1][1] and times[len(times) // 2][1])
-    worst, worst_reached = max(times, key=lambda pair: (not pair[1], pair[0]))
+    median, median_exact, worst, worst_exact = median_and_worst(
+        [(s["training_minutes"], s["reached"]) for s in summaries.values()])
     print(f"\n{sum(s['reached'] for s in summaries.values())} of {len(summaries)} seeds reached {args.target:+g}; "
-          f"median training time to it: {'' if median_reached else '> '}{median:.0f} min; "
-          f"worst seed: {'' if worst_reached else '> '}{worst:.0f} min")
+          f"median training time to it: {'' if median_exact else 'at least '}{median:.0f} min; "
+          f"worst seed: {'' if worst_exact else 'at least '}{worst:.0f} min")
 
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     for seed in seeds:
@@ -142,6 +138,17 @@ def report(args) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     figure.savefig(args.out, dpi=110)
     print(f"chart: {args.out}")
+
+
+def median_and_worst(times):
+    """(median, exact, worst, exact) of [(training minutes, reached)]: a seed that has not reached the target
+    counts as its training time so far, a lower bound, so the median is exact only when every such seed is
+    already above the middle (more training can only move it further up) and the worst only when all reached."""
+    ordered = sorted(times)
+    middle = ordered[(len(ordered) - 1) // 2: len(ordered) // 2 + 1]
+    median = sum(minutes for minutes, _ in middle) / len(middle)
+    median_exact = all(reached or minutes > middle[-1][0] for minutes, reached in ordered)
+    return median, median_exact, ordered[-1][0], all(reached for _, reached in ordered)
 
 
 def main():
