@@ -209,6 +209,7 @@ def test_probe_refuses_bad_input_in_one_line(tmp_path, capsys):
                        (["probe", "collect", "builtin", "--frames", "10", "--out", str(tmp_path / "o")], "builtin"),
                        (["probe", "fit", folder, "--layers", "conv9"], "no layer 'conv9'"),
                        (["probe", "fit", folder, "--labels", "ball_z"], "no label 'ball_z'"),
+                       (["probe", "fit", folder, "--agents", "nobody"], "no agent 'nobody'"),
                        (["probe", "fit", str(tmp_path / "nothing")], "not a probe collect")):
         code, out, err = run(args, capsys)
         assert code == 1 and says in err and err.count("\n") == 1, (args, err)
@@ -314,3 +315,19 @@ def test_fit_warns_when_a_test_game_repeats_a_train_game(tmp_path, capsys):
         data.attrs["game"] = test[0]
     code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y"], capsys)
     assert code == 0 and f"1 test game(s) repeat a train game frame for frame ({test[0]})" in err
+
+
+def test_a_partial_fit_can_write_its_results_elsewhere(tmp_path, capsys):
+    # A study's full probes.csv took half an hour; a later fit of one agent's layer must not replace it.
+    folder = planted_collect(str(tmp_path / "planted"))
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y"], capsys)
+    assert code == 0, err
+    full = open(os.path.join(folder, "probes.csv")).read()
+    results = str(tmp_path / "subset")
+    code, _, err = run(["probe", "fit", folder, "--agents", "planted", "--layers", "carries_ball_y", "--labels", "ball_y",
+                        "--results", results], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(open(os.path.join(results, "probes.csv"))))
+    assert {(row["agent"], row["layer"]) for row in rows} == {("planted", "carries_ball_y")}
+    assert os.path.exists(os.path.join(results, "probes.md"))
+    assert open(os.path.join(folder, "probes.csv")).read() == full

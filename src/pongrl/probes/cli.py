@@ -1,6 +1,7 @@
 """`pongrl probe`: its command line (collect, fit, across), kept apart from pongrl's main parser."""
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -24,6 +25,11 @@ def add_parser(commands, agent_help: str, positive_int, integer) -> None:
     fit.add_argument("out", metavar="DIR", help="a folder written by pongrl probe collect")
     fit.add_argument("--layers", nargs="+", help="only these layers (default all)")
     fit.add_argument("--labels", nargs="+", help="only these labels (default all)")
+    fit.add_argument("--agents", nargs="+", metavar="NAME",
+                     help="only these agents, by the names collect gave them (default all)")
+    fit.add_argument("--results", metavar="FOLDER",
+                     help="write probes.csv and probes.md here instead of DIR (a partial fit then leaves DIR's "
+                          "results as they are)")
     fit.add_argument("--seed", type=integer, default=0, help="seed of the split into train and test games (default 0)")
     across = steps.add_parser("across", help="the study over runs' checkpoints: collect, fit, probes.png against env steps")
     across.add_argument("runs", nargs="+", metavar="RUN",
@@ -76,16 +82,19 @@ def run(args) -> int:
         print(f"pongrl probe fit: {args.out} holds an interrupted collect ({data.frames:,} of "
               f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games", file=sys.stderr)
     warn_repeated_games(args.out, args.seed)
-    pairs = sum(len(names) if not args.layers else len(set(names) & set(args.layers)) for names in data.layers.values())
+    names = [agent["name"] for agent in data.settings["agents"]]
+    pairs = sum(len(layers) if not args.layers else len(set(layers) & set(args.layers))
+                for index, layers in data.layers.items() if not args.agents or names[index] in args.agents)
     with _progress(pairs, "layer") as bar:
-        rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update)
-    csv_path, md_path = write_results(rows, args.out)
+        rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update, agents=args.agents)
+    if args.results:
+        os.makedirs(args.results, exist_ok=True)
+    csv_path, md_path = write_results(rows, args.results or args.out)
     print(f"{len(rows)} probes on {data.frames:,} frames: {csv_path}, {md_path}")
     return 0
 
 
 def run_across(args) -> int:
-    import os
 
     from pongrl.probes.across import plot_across, study_agents
     from pongrl.probes.collect import collect

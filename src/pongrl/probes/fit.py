@@ -233,10 +233,11 @@ def probe_layer(x_train, x_test, y_train: dict, y_test: dict, shuffle: np.ndarra
 
 
 def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None = None, seed: int = SPLIT_SEED,
-        progress=None, classify_scales: bool = True) -> tuple[list[dict], ProbeData]:
+        progress=None, classify_scales: bool = True, agents: list[str] | None = None) -> tuple[list[dict], ProbeData]:
     """Fit every probe; returns the rows of probes.csv and the data read. `classify_scales=False` skips
     AtariARI's classifier for the labels that get R^2 (positions and velocities: up to ~200 classes each,
-    most of the fitting time), as the study across checkpoints does."""
+    most of the fitting time), as the study across checkpoints does; `agents` keeps only the agents of those
+    names."""
     data = ProbeData(out_dir)
     known_layers = sorted({name for names in data.layers.values() for name in names})
     for layer in layers or []:
@@ -245,11 +246,17 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
     for label in labels or []:
         if label not in LABELS:
             raise PongrlError(f"no label {label!r} (labels: {', '.join(LABELS)})")
+    names = [agent["name"] for agent in data.settings["agents"]]
+    for name in agents or []:
+        if name not in names:
+            raise PongrlError(f"no agent {name!r} in {out_dir} (it has: {', '.join(names)})")
     labels = labels or list(LABELS)
     train_games, test_games, y_train, y_test, shuffle, validation = split_labels(data, labels, seed)
     rows = []
     fitted_inputs: dict[str, list[dict]] = {}  # by observation profile: agents of one profile share their input
     for index, agent in enumerate(data.settings["agents"]):
+        if agents and agent["name"] not in agents:
+            continue
         for layer in data.layers[index]:
             if layers and layer not in layers:
                 continue
