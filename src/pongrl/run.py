@@ -206,16 +206,20 @@ class Progress:
 
 
 class StopSignal:
-    """Turns SIGINT/SIGTERM into a flag the training loop checks between steps, so it can write a
-    checkpoint and exit cleanly. A second signal while stopping is ignored until the write ends."""
+    """Turns SIGINT/SIGTERM (or the `signals` given) into a flag that a loop checks between steps, so it
+    can write what it must and exit cleanly, never interrupted inside a library's call. A second signal
+    while stopping is ignored until the write ends. Outside the main thread (where Python cannot take
+    signals) it installs nothing."""
 
-    def __init__(self):
+    def __init__(self, signals: tuple = (signal.SIGINT, signal.SIGTERM)):
         self.received: int | None = None
+        self._signals = signals
         self._previous = {}
 
     def __enter__(self):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._previous[sig] = signal.signal(sig, self._handle)
+        if threading.current_thread() is threading.main_thread():
+            for sig in self._signals:
+                self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
     def _handle(self, signum, frame):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import zlib
 
 import numpy as np
@@ -32,6 +33,7 @@ from pongrl.checkpoint import TEMP_PREFIX, atomic_write_bytes, atomic_write_file
 from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic, QNetwork, torso_kind
 from pongrl.probes.labels import LABELS, read_labels
+from pongrl.run import StopSignal
 
 REDUCED_WIDTH = 1024
 PROJECTION_SEED = 20261202
@@ -251,21 +253,24 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
     profiles = [agent.obs_profile for agent in agents]
     game = len(done_files)
     rng = np.random.default_rng([seed, game])
-    while stored < frames:
-        if rival is None:
-            source = _AgainstBuiltin(seed + game, profiles)
-        else:
-            from pongrl.envs.match import LEFT, RIGHT
+    # Ctrl-C stops the collect between two agent steps, never inside an h5py write or a forward pass: the
+    # game being played is dropped (its temp file removed) and every finished game stays.
+    with StopSignal((signal.SIGINT,)) as stop:
+        while stored < frames:
+            if rival is None:
+                source = _AgainstBuiltin(seed + game, profiles)
+            else:
+                from pongrl.envs.match import LEFT, RIGHT
 
-            source = _AgainstAgent(rival.agent, RIGHT if side == "right" else LEFT, profiles, rng, sample)
-        path = os.path.join(out_dir, GAMES_FOLDER, f"game_{game:05d}.h5")
-        steps = _play_game(path, game, source, agents, recorders, frames - stored, rng, sample, progress)
-        stored, game = stored + steps, game + 1
+                source = _AgainstAgent(rival.agent, RIGHT if side == "right" else LEFT, profiles, rng, sample)
+            path = os.path.join(out_dir, GAMES_FOLDER, f"game_{game:05d}.h5")
+            steps = _play_game(path, game, source, agents, recorders, frames - stored, rng, sample, progress, stop)
+            stored, game = stored + steps, game + 1
     return {"frames": stored, "games": game, "agents": [agent["name"] for agent in settings["agents"]]}
 
 
 def _play_game(path: str, game: int, source, agents: list[Agent], recorders: list[Recorder], frames_left: int,
-               rng: np.random.Generator, sample: bool, progress) -> int:
+               rng: np.random.Generator, sample: bool, progress, stop: StopSignal | None = None) -> int:
     """Play one game (cut at `frames_left` steps) into its file, the layers recorded every CHUNK_FRAMES
     frames (a game can last 27,000 steps: never a whole game in memory). Returns the steps played."""
     import h5py
@@ -285,6 +290,8 @@ def _play_game(path: str, game: int, source, agents: list[Agent], recorders: lis
             observations = {profile: [] for profile in set(profiles)}
             previous_ram, done = None, False
             while not done and played < frames_left:
+                if stop is not None and stop.received:
+                    raise KeyboardInterrupt  # here, between steps: the temp file is removed, finished games stay
                 ram = source.ram()
                 for name, value in read_labels(ram, previous_ram, source.mirrored).items():
                     labels[name].append(value)
