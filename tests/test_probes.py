@@ -210,6 +210,7 @@ def test_probe_refuses_bad_input_in_one_line(tmp_path, capsys):
                        (["probe", "fit", folder, "--layers", "conv9"], "no layer 'conv9'"),
                        (["probe", "fit", folder, "--labels", "ball_z"], "no label 'ball_z'"),
                        (["probe", "fit", folder, "--agents", "nobody"], "no agent 'nobody'"),
+                       (["probe", "fit", folder, "--results", str(not_agent)], "not a folder"),
                        (["probe", "fit", str(tmp_path / "nothing")], "not a probe collect")):
         code, out, err = run(args, capsys)
         assert code == 1 and says in err and err.count("\n") == 1, (args, err)

@@ -75,17 +75,17 @@ def run(args) -> int:
         print(f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
               f"{', '.join(summary['agents'])}")
         return 0
-    from pongrl.probes.fit import ProbeData, fit, write_results
+    from pongrl.errors import PongrlError
+    from pongrl.probes.fit import ProbeData, chosen_layers, fit, write_results
 
+    if args.results and os.path.exists(args.results) and not os.path.isdir(args.results):
+        raise PongrlError(f"--results {args.results}: not a folder")
     data = ProbeData(args.out)
     if not data.complete:
         print(f"pongrl probe fit: {args.out} holds an interrupted collect ({data.frames:,} of "
               f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games", file=sys.stderr)
     warn_repeated_games(args.out, args.seed)
-    names = [agent["name"] for agent in data.settings["agents"]]
-    pairs = sum(len(layers) if not args.layers else len(set(layers) & set(args.layers))
-                for index, layers in data.layers.items() if not args.agents or names[index] in args.agents)
-    with _progress(pairs, "layer") as bar:
+    with _progress(len(chosen_layers(data, args.layers, args.agents)), "layer") as bar:
         rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update, agents=args.agents)
     if args.results:
         os.makedirs(args.results, exist_ok=True)
@@ -95,7 +95,6 @@ def run(args) -> int:
 
 
 def run_across(args) -> int:
-
     from pongrl.probes.across import plot_across, study_agents
     from pongrl.probes.collect import collect
     from pongrl.probes.fit import fit, write_results

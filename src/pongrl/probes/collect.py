@@ -266,11 +266,13 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
             path = os.path.join(out_dir, GAMES_FOLDER, f"game_{game:05d}.h5")
             steps = _play_game(path, game, source, agents, recorders, frames - stored, rng, sample, progress, stop)
             stored, game = stored + steps, game + 1
+        if stop.received:  # Ctrl-C during the last step's write: the collect is whole, but the user asked to stop
+            raise KeyboardInterrupt
     return {"frames": stored, "games": game, "agents": [agent["name"] for agent in settings["agents"]]}
 
 
 def _play_game(path: str, game: int, source, agents: list[Agent], recorders: list[Recorder], frames_left: int,
-               rng: np.random.Generator, sample: bool, progress, stop: StopSignal | None = None) -> int:
+               rng: np.random.Generator, sample: bool, progress, stop: StopSignal) -> int:
     """Play one game (cut at `frames_left` steps) into its file, the layers recorded every CHUNK_FRAMES
     frames (a game can last 27,000 steps: never a whole game in memory). Returns the steps played."""
     import h5py
@@ -290,7 +292,7 @@ def _play_game(path: str, game: int, source, agents: list[Agent], recorders: lis
             observations = {profile: [] for profile in set(profiles)}
             previous_ram, done = None, False
             while not done and played < frames_left:
-                if stop is not None and stop.received:
+                if stop.received:
                     raise KeyboardInterrupt  # here, between steps: the temp file is removed, finished games stay
                 ram = source.ram()
                 for name, value in read_labels(ram, previous_ram, source.mirrored).items():

@@ -232,6 +232,14 @@ def probe_layer(x_train, x_test, y_train: dict, y_test: dict, shuffle: np.ndarra
     return rows
 
 
+def chosen_layers(data: ProbeData, layers: list[str] | None = None,
+                  agents: list[str] | None = None) -> list[tuple[int, str]]:
+    """The (agent index, layer) pairs a fit covers: every stored layer of every agent, or only those named."""
+    return [(index, layer) for index, agent in enumerate(data.settings["agents"])
+            if not agents or agent["name"] in agents
+            for layer in data.layers[index] if not layers or layer in layers]
+
+
 def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None = None, seed: int = SPLIT_SEED,
         progress=None, classify_scales: bool = True, agents: list[str] | None = None) -> tuple[list[dict], ProbeData]:
     """Fit every probe; returns the rows of probes.csv and the data read. `classify_scales=False` skips
@@ -254,27 +262,23 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
     train_games, test_games, y_train, y_test, shuffle, validation = split_labels(data, labels, seed)
     rows = []
     fitted_inputs: dict[str, list[dict]] = {}  # by observation profile: agents of one profile share their input
-    for index, agent in enumerate(data.settings["agents"]):
-        if agents and agent["name"] not in agents:
-            continue
-        for layer in data.layers[index]:
-            if layers and layer not in layers:
-                continue
-            base = {"agent": agent["name"], "env_step": agent["env_step"], "layer": layer,
-                    "train_frames": len(shuffle), "test_frames": len(next(iter(y_test.values()))),
-                    "test_games": len(test_games)}
-            profile = agent.get("obs_profile")
-            if layer == "input" and profile in fitted_inputs:
-                rows += [{**base, **row} for row in fitted_inputs[profile]]
-            else:
-                x_train, x_test = _standardize(data.read(f"agents/{index}/{layer}", train_games).astype(np.float32),
-                                               data.read(f"agents/{index}/{layer}", test_games).astype(np.float32))
-                probes = probe_layer(x_train, x_test, y_train, y_test, shuffle, labels, classify_scales, seed, validation)
-                if layer == "input":
-                    fitted_inputs[profile] = probes
-                rows += [{**base, **row} for row in probes]
-            if progress:
-                progress(1)
+    for index, layer in chosen_layers(data, layers, agents):
+        agent = data.settings["agents"][index]
+        base = {"agent": agent["name"], "env_step": agent["env_step"], "layer": layer,
+                "train_frames": len(shuffle), "test_frames": len(next(iter(y_test.values()))),
+                "test_games": len(test_games)}
+        profile = agent.get("obs_profile")
+        if layer == "input" and profile in fitted_inputs:
+            rows += [{**base, **row} for row in fitted_inputs[profile]]
+        else:
+            x_train, x_test = _standardize(data.read(f"agents/{index}/{layer}", train_games).astype(np.float32),
+                                           data.read(f"agents/{index}/{layer}", test_games).astype(np.float32))
+            probes = probe_layer(x_train, x_test, y_train, y_test, shuffle, labels, classify_scales, seed, validation)
+            if layer == "input":
+                fitted_inputs[profile] = probes
+            rows += [{**base, **row} for row in probes]
+        if progress:
+            progress(1)
     return rows, data
 
 
