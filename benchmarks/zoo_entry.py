@@ -68,8 +68,7 @@ def main():
         "trained_with": args.trained_with, "source_checkpoint": os.path.basename(source), "note": args.note,
         "sha256": sha256,
         "scores": {
-            "every_start": {**summarize(exact), "per_start": [g["score"] for g in exact],
-                            "command": f"pongrl eval {spec} --every-start"},
+            "every_start": {**summarize(exact), "command": f"pongrl eval {spec} --every-start"},  # scores by start
             "sticky_actions": {**summarize(sticky), "probability": STICKY, "seed": STICKY_SEED,
                                "command": f"pongrl eval {spec} --sticky-actions {STICKY} --episodes {STICKY_GAMES} "
                                           f"--seed {STICKY_SEED}"},

@@ -33,7 +33,7 @@ def test_the_zoo_ships_agents_with_cards():
         with open(path, "rb") as handle:
             assert hashlib.sha256(handle.read()).hexdigest() == card["sha256"], name
         assert card["trained_with"].startswith("pongrl ") and card["algo"] in ("dqn", "ppo", "selfplay")
-        assert len(card["scores"]["every_start"]["per_start"]) == 31
+        assert len(card["scores"]["every_start"]["scores"]) == 31
         total += os.path.getsize(path) + os.path.getsize(path[:-len(".safetensors")] + ".json")
     assert total < 60 * 2**20
 
@@ -49,7 +49,7 @@ def test_a_shipped_agent_replays_the_exact_score_on_its_card(name):
     card = zoo.card(name)
     agent = load_agent(zoo.PREFIX + name)
     assert agent.env_step == card["env_step"] and agent.obs_profile == card["obs_profile"]
-    recorded = card["scores"]["every_start"]["per_start"]
+    recorded = card["scores"]["every_start"]["scores"]
     if card.get("series"):
         recorded = recorded[:SERIES_STARTS_REPLAYED]
         games = play_games(lambda obs: agent.act(obs), len(recorded), 0, agent.obs_profile, starts=list(range(len(recorded))))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
+from pongrl.errors import PongrlError
+
 
 def add_parser(commands, agent_help: str, positive_int, integer) -> None:
     probe = commands.add_parser("probe", help="linear probes of what each layer of an agent knows (RAM ground truth)")
@@ -75,7 +77,6 @@ def run(args) -> int:
         print(f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
               f"{', '.join(summary['agents'])}")
         return 0
-    from pongrl.errors import PongrlError
     from pongrl.probes.fit import ProbeData, chosen_layers, fit, write_results
 
     if args.results and os.path.exists(args.results) and not os.path.isdir(args.results):
