@@ -12,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -203,7 +204,11 @@ def read_weights_file(path: str):
         if hashlib.sha256(data).hexdigest() != expected:
             raise PongrlError(f"{path}: checksum mismatch, the checkpoint is corrupt or truncated")
     try:
-        return path, torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            # torch notes a pickle protocol it did not write (any foreign or damaged file); the
+            # error below, or a clean load, says all a user needs, on one line.
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            return path, torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many types for damaged or foreign files
         reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
         raise PongrlError(f"{path}: not a readable pongrl checkpoint ({reason})") from None
