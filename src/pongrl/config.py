@@ -23,6 +23,7 @@ class DQNConfig:
     total_steps: int = 2_000_000
     seed: int = 1
     num_envs: int = 4
+    sticky_actions: float = 0.0
     network: str = "nature"
     buffer_size: int = 100_000
     learning_starts: int = 10_000
@@ -62,6 +63,9 @@ FIELD_HELP: dict[str, str] = {
     "total_steps": "environment steps to train for (all parallel envs together)",
     "seed": "seed for python, numpy, torch and the emulators",
     "num_envs": "parallel emulators collecting experience",
+    "sticky_actions": "probability that the emulator repeats the previous action on a frame instead of the new one, "
+                      "in training and in the run's evaluations (0.25 is the ALE v5 protocol, Machado et al. 2018; "
+                      "0 is the deterministic protocol of the seeds)",
     "network": "convolutional torso: nature (Mnih et al. 2015, the seeds') or small (Mnih et al. 2013, about a third "
                "of the arithmetic)",
     "buffer_size": "replay capacity in transitions (each 84x84 frame stored once)",
@@ -144,6 +148,7 @@ class PPOConfig:
     total_steps: int = 10_000_000
     seed: int = 1
     num_envs: int = 16
+    sticky_actions: float = 0.0
     network: str = "nature"
     num_steps: int = 128
     learning_rate: float = 2.5e-4
@@ -291,6 +296,8 @@ def validate(config) -> None:
             raise PongrlError(f"{flag} must be in [0, 1], got {value}")
         if name in CHOICES and value not in CHOICES[name]:
             raise PongrlError(f"{flag} must be one of {', '.join(map(str, CHOICES[name]))}, got {value!r}")
+    if not 0.0 <= config.sticky_actions < 1.0:  # at 1 the first action would repeat for ever
+        raise PongrlError(f"--sticky-actions must be in [0, 1), got {config.sticky_actions}")
     if config.torch_threads > MAX_TORCH_THREADS:  # a typo here would start that many threads at the first layer
         raise PongrlError(f"--torch-threads must be at most {MAX_TORCH_THREADS}, got {config.torch_threads}")
     if isinstance(config, DQNConfig) and config.buffer_size // config.num_envs < config.n_step + 8:
@@ -298,6 +305,8 @@ def validate(config) -> None:
     if isinstance(config, PPOConfig):
         if config.algo != "selfplay" and config.game_mode != 4:
             raise PongrlError("--game-mode is for self-play only (against the built-in AI the game is the single-player one)")
+        if config.algo == "selfplay" and config.sticky_actions:
+            raise PongrlError("--sticky-actions is for dqn and ppo so far (the two-player emulator has none yet)")
         if config.algo == "selfplay" and config.num_envs % 2:
             raise PongrlError(f"--num-envs counts players in self-play and must be even, got {config.num_envs}")
         learners = config.num_envs

@@ -116,7 +116,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     buffer, counters, rng = state.buffer, state.counters, state.rng
     recent_returns, recent_lengths = state.recent_returns, state.recent_lengths
     env_step = counters["env_step"]
-    env, obs = make_vector_env(config.num_envs, counters["env_seed"])
+    env, obs = make_vector_env(config.num_envs, counters["env_seed"], sticky_actions=config.sticky_actions)
     running_return = np.zeros(config.num_envs)
     running_length = np.zeros(config.num_envs, np.int64)
 
@@ -189,7 +189,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                 mark = time.perf_counter()
                 agent = QAgent(q_network if device.type == "cpu" else _cpu_copy(q_network))
                 games = evaluate_agent(agent, config.eval_episodes, derived_seed(config.seed, 7, env_step),
-                                       config.eval_epsilon)
+                                       config.eval_epsilon, sticky_actions=config.sticky_actions)
                 q_network.train()
                 pending_eval = summarize(games)
                 phases.lap("eval", mark)

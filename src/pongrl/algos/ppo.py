@@ -140,8 +140,8 @@ def make_env(config, seed: int, num_envs: int | None = None):
     from pongrl.envs.single import ChannelLastVectorEnv, GameVectorEnv
 
     if config.obs == "seed":  # the C++ vector env has no blue channel: one Python emulator loop per game
-        return GameVectorEnv(num_envs, seed, profile="seed")
-    return ChannelLastVectorEnv(num_envs, seed)
+        return GameVectorEnv(num_envs, seed, profile="seed", sticky_actions=config.sticky_actions)
+    return ChannelLastVectorEnv(num_envs, seed, config.sticky_actions)
 
 
 def obs_profile(config) -> str:
@@ -373,9 +373,11 @@ def evaluate_against_builtin(agent: ActorCritic, config, seed: int) -> dict:
     from pongrl.evaluate import evaluate_agent, summarize
 
     player = PolicyAgent(agent, obs_profile(config))
-    greedy = summarize(evaluate_agent(player, config.eval_episodes, seed, config.eval_epsilon))
+    greedy = summarize(evaluate_agent(player, config.eval_episodes, seed, config.eval_epsilon,
+                                      sticky_actions=config.sticky_actions))
     scores = {"eval_mean_return": greedy["mean"], "eval_std_return": greedy["std"]}
     if config.eval_sampled:
-        sampled = summarize(evaluate_agent(player, config.eval_episodes, seed, sample=True))
+        sampled = summarize(evaluate_agent(player, config.eval_episodes, seed, sample=True,
+                                           sticky_actions=config.sticky_actions))
         scores.update(eval_sampled_mean_return=sampled["mean"], eval_sampled_std_return=sampled["std"])
     return scores

@@ -39,7 +39,7 @@ def make_pong_vector_env(num_envs: int = 1, sticky_actions: float = 0.0, noop_ma
                          render_mode: str | None = None) -> AtariVectorEnv:
     """`num_envs` emulators with the protocol, in ale-py's C++ vector env (a Gymnasium VectorEnv; not
     reset yet: `reset(seed=s)` seeds env i with s + i). `sticky_actions` is the probability that the
-    emulator repeats the previous action on a frame (Machado et al. 2018; training always uses 0).
+    emulator repeats the previous action on a frame (Machado et al. 2018; 0.25 in the ALE v5 protocol).
 
     Autoreset is same-step by default: when a game ends, `info["final_obs"]` holds its last
     observation and the returned observation already starts the next game. Rewards are the true
@@ -247,8 +247,8 @@ class ChannelLastVectorEnv:
     self-play card's code) expects. `step` returns true score changes and `info["final_obs"]` when a
     game ends."""
 
-    def __init__(self, num_envs: int, seed: int):
-        self.env, obs = make_vector_env(num_envs, seed)
+    def __init__(self, num_envs: int, seed: int, sticky_actions: float = 0.0):
+        self.env, obs = make_vector_env(num_envs, seed, sticky_actions=sticky_actions)
         self.num_envs = num_envs
         self.first_obs = self._layout(obs)
 
