@@ -311,3 +311,43 @@ def test_sticky_actions_refuse_bad_input_in_one_line(trained_run, capsys, comman
     returned, out, err = run([trained_run if word == "RUN" else word for word in command], capsys)
     assert returned == code and out == ""
     assert err.count("\n") == 1 and message in err
+
+
+def test_commands_print_pongrl_lines_only_not_the_emulators_banner(tmp_path):
+    # The emulators print a banner from C++ on the process's stdout when one is created: only a real
+    # process shows it. A video against the built-in AI (the Python single-player emulator) and a duel
+    # on the two-player emulator.
+    for command in (["video", "zoo:selfplay", "--out", str(tmp_path / "x.gif"), "--frames", "100"],
+                    ["duel", "zoo:selfplay", "zoo:selfplay-separate", "--games", "1", "--max-frames", "200"]):
+        result = subprocess.run([sys.executable, "-m", "pongrl", *command, "--torch-threads", "1"],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert "A.L.E" not in result.stdout + result.stderr and "Stella" not in result.stdout + result.stderr
+
+
+def test_training_under_sticky_actions_is_saved_kept_by_resume_and_changed_only_by_branch(tmp_path, capsys):
+    run_dir = str(tmp_path / "sticky")
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "200", *SMALL, "--sticky-actions", "0.25"]) == 0
+    with open(os.path.join(run_dir, "config.yaml")) as handle:
+        assert "sticky_actions: 0.25" in handle.read()
+    code, _, err = run(["resume", run_dir, "--extra-steps", "100", "--sticky-actions", "0"], capsys)
+    assert code == 2 and "--sticky-actions" in err, "the protocol is the experiment's: resume cannot change it"
+    assert main(["resume", run_dir, "--extra-steps", "100"]) == 0
+    with open(os.path.join(run_dir, "config.yaml")) as handle:
+        assert "sticky_actions: 0.25" in handle.read()
+    branch = str(tmp_path / "exact")
+    assert main(["branch", run_dir, "--run-dir", branch, "--extra-steps", "100", "--sticky-actions", "0"]) == 0
+    with open(os.path.join(branch, "config.yaml")) as handle:
+        assert "sticky_actions: 0.0" in handle.read()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "dqn", "--sticky-actions", "1"], "--sticky-actions must be in [0, 1), got 1.0"),
+    (["train", "ppo", "--sticky-actions", "-0.5"], "--sticky-actions must be in [0, 1), got -0.5"),
+    (["train", "dqn", "--sticky-actions", "sometimes"], "expected a number"),
+])
+def test_training_refuses_a_sticky_probability_outside_the_unit_interval(tmp_path, capsys, args, message):
+    run_dir = tmp_path / "never"
+    code, _, err = run([*args, "--run-dir", str(run_dir)], capsys)
+    assert code in (1, 2) and message in err and err.count("\n") == 1
+    assert not run_dir.exists(), "nothing is written"

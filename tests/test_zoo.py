@@ -174,3 +174,89 @@ def test_hub_agents_load_from_the_cache_offline_and_pickled_code_is_refused(tmp_
                 "--max-frames", "400", "--json"], unreachable)
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["per_game"]) == 2
+
+
+# ---- zoo agents reach the self-play card's code and the Hub --------------------------------------------
+def _card_agent_class():
+    """The self-play model card's network, written from the card's text: `Agent(envs, share_network)` over
+    `atari_network(orth_init=True)`, loaded by `Agent.load` (torch.load of a bare state_dict)."""
+    from torch import nn
+
+    def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+        torch.nn.init.orthogonal_(layer.weight, std)
+        torch.nn.init.constant_(layer.bias, bias_const)
+        return layer
+
+    def atari_network(orth_init=False):
+        init = layer_init if orth_init else lambda m: m
+        return nn.Sequential(init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(), init(nn.Conv2d(32, 64, 4, stride=2)),
+                             nn.ReLU(), init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(), nn.Flatten(),
+                             init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU())
+
+    class Agent(nn.Module):
+        def __init__(self, envs, share_network=False):
+            super().__init__()
+            self.actor_network = atari_network(orth_init=True)
+            self.share_network = share_network
+            self.critic_network = self.actor_network if share_network else atari_network(orth_init=True)
+            self.actor = layer_init(nn.Linear(512, envs.single_action_space.n), std=0.01)
+            self.critic = layer_init(nn.Linear(512, 1), std=1)
+
+        def logits(self, x):
+            x = x.clone()
+            x[:, :, :, [0, 1, 2, 3]] /= 255.0
+            return self.actor(self.actor_network(x.permute((0, 3, 1, 2))))
+
+        def load(self, path):
+            self.load_state_dict(torch.load(path), strict=True)
+            if self.share_network:
+                self.critic_network = self.actor_network
+
+    return Agent
+
+
+def _policy_zoo_agents() -> list[str]:
+    return [name for name in zoo.names() if zoo.card(name)["algo"] != "dqn" and "small" not in name]
+
+
+@pytest.mark.parametrize("name", _policy_zoo_agents())
+def test_a_policy_zoo_agent_exports_into_the_card_agent_and_plays_the_same_actions(tmp_path, capsys, name):
+    from types import SimpleNamespace
+
+    out = str(tmp_path / "agent.pt")
+    code, stdout, err = run_cli(["export", zoo.PREFIX + name, "--out", out], capsys)
+    assert code == 0, err
+    state = torch.load(out, weights_only=True)
+    assert all(tensor.dtype == torch.float32 for tensor in state.values()), "float32 whatever the stored dtype"
+    pongrl_agent = load_agent(zoo.PREFIX + name)
+    envs = SimpleNamespace(single_action_space=SimpleNamespace(n=6))
+    card_agent = _card_agent_class()(envs, share_network=pongrl_agent.network.share_network)
+    card_agent.load(out)  # strict: every key of the card's Agent, no other
+    obs = OBS_SEED if pongrl_agent.obs_profile == "seed" else OBS_STANDARD
+    frames = torch.from_numpy(OBS_SEED).float()  # the card's Agent takes channel-last frames
+    with torch.no_grad():
+        card_logits = card_agent.logits(frames).numpy()
+    np.testing.assert_allclose(card_logits, pongrl_agent.preferences(obs), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(card_logits.argmax(axis=1), pongrl_agent.act(obs))
+
+
+def test_export_and_card_take_every_agent_spec_and_refuse_what_they_cannot_write(tmp_path, capsys):
+    code, _, err = run_cli(["export", "zoo:dqn", "--out", str(tmp_path / "dqn.pt")], capsys)
+    assert code == 1 and "only PPO agents" in err and not (tmp_path / "dqn.pt").exists()
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint at all")
+    code, _, err = run_cli(["export", str(tmp_path / "junk.pt"), "--out", str(tmp_path / "x.pt")], capsys)
+    assert code == 1 and err.count("\n") == 1 and "it is not a file written by torch.save" in err
+    renamed = tmp_path / "renamed.pt"
+    renamed.write_bytes(open(zoo.weights_path("zoo:dqn"), "rb").read())
+    code, _, err = run_cli(["eval", str(renamed)], capsys)
+    assert code == 1 and "give it a .safetensors name" in err and "weights_only" not in err
+
+    card_dir = tmp_path / "card"
+    code, out, err = run_cli(["card", "zoo:ppo", "--out", str(card_dir), "--games", "1", "--video-frames", "60",
+                              "--seed", "3"], capsys)
+    assert code == 0, err
+    readme = (card_dir / "README.md").read_text()
+    assert zoo.card("ppo")["trained_with"] in readme and "pongrl eval zoo:ppo" in readme
+    exported = load_agent(str(card_dir / "model.safetensors"))
+    np.testing.assert_array_equal(exported.act(OBS_STANDARD), load_agent("zoo:ppo").act(OBS_STANDARD))
+    assert not (card_dir / "config.yaml").exists(), "a zoo agent's file records no config.yaml to copy"

@@ -25,10 +25,19 @@ class Agent:
 
     obs_profile = "standard"
     path = ""  # the file it was loaded from (load_agent sets it)
+    algo = "dqn"  # the algorithm that trained it: dqn, ppo or selfplay
+    config: dict | None = None  # its run's settings, when the file kept them (a pongrl checkpoint does)
+    network: torch.nn.Module
 
     def __init__(self, name: str = "agent", env_step: int = 0):
         self.name = name
         self.env_step = env_step
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The playing network's weights in float32, whatever dtype they were stored in: for a policy,
+        the self-play card's keys (`actor_network.*`, `critic_network.*`, `actor.*`, `critic.*`)."""
+        return {key: value.detach().float().clone() if value.is_floating_point() else value.detach().clone()
+                for key, value in self.network.state_dict().items()}
 
     def preferences(self, obs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -79,10 +88,12 @@ class QAgent(Agent):
 class PolicyAgent(Agent):
     """A PPO agent: the most likely action of its policy."""
 
-    def __init__(self, network: ActorCritic, obs_profile: str, name: str = "agent", env_step: int = 0):
+    def __init__(self, network: ActorCritic, obs_profile: str, name: str = "agent", env_step: int = 0,
+                 algo: str = "ppo"):
         super().__init__(name, env_step)
         self.network = network
         self.obs_profile = obs_profile
+        self.algo = algo
 
     @torch.inference_mode()
     def preferences(self, obs: np.ndarray) -> np.ndarray:
@@ -140,11 +151,12 @@ def playing_weights(payload: dict) -> dict:
         raise PongrlError(f"{payload['path']}: the checkpoint lacks its network weights") from None
 
 
-def _seed_format_agent(weights: dict, path: str, name: str, obs_profile: str = "seed", env_step: int = 0) -> Agent:
+def _seed_format_agent(weights: dict, path: str, name: str, obs_profile: str = "seed", env_step: int = 0,
+                       algo: str = "selfplay") -> Agent:
     """An actor-critic from the self-play card's state_dict keys (actor_network.*, ...)."""
     network = ActorCritic(NUM_ACTIONS, share_network=is_shared_torso(weights), network=torso_kind(weights))
     _load_weights(network, weights, path)
-    return PolicyAgent(network.eval(), obs_profile, name=name, env_step=env_step)
+    return PolicyAgent(network.eval(), obs_profile, name=name, env_step=env_step, algo=algo)
 
 
 def save_safetensors_agent(path: str, state_dict: dict, algo: str, env_step: int, obs_profile: str,
@@ -171,9 +183,9 @@ def load_safetensors_agent(path: str, name: str) -> Agent:
         with safe_open(path, "pt") as handle:
             metadata = handle.metadata() or {}
             weights = {key: handle.get_tensor(key) for key in handle.keys()}
-    except (SafetensorError, OSError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
-        raise PongrlError(f"{path}: not a readable safetensors file ({reason})") from None
+    except (SafetensorError, OSError, ValueError):
+        raise PongrlError(f"{path}: not a readable safetensors file (its header or tensors are damaged or truncated); "
+                          f"expected a safetensors agent as pongrl card or the zoo writes it") from None
     seed_keys = any(key.startswith("actor_network.") for key in weights)
     algo = metadata.get("algo", "selfplay" if seed_keys else "dqn")
     try:
@@ -186,7 +198,7 @@ def load_safetensors_agent(path: str, name: str) -> Agent:
         return QAgent(network, name=name, env_step=env_step)
     if algo not in PLAYING_NETWORK or not seed_keys:
         raise PongrlError(f"{path}: algorithm {algo!r} with these weights cannot be loaded as an agent")
-    return _seed_format_agent(weights, path, name, metadata.get("obs_profile", "seed"), env_step)
+    return _seed_format_agent(weights, path, name, metadata.get("obs_profile", "seed"), env_step, algo)
 
 
 def load_agent(spec: str) -> Agent:
@@ -213,11 +225,14 @@ def _load_torch_file(path: str, name: str) -> Agent:
     if payload["algo"] == "dqn":
         network = QNetwork(NUM_ACTIONS, torso_kind(weights))
         _load_weights(network, weights, path)
-        return QAgent(network, name=name, env_step=step)
-    try:
-        shared, profile = bool(payload["config"]["share_network"]), payload["obs_profile"]
-    except (KeyError, TypeError):
-        raise PongrlError(f"{path}: the checkpoint lacks its configuration") from None
-    network = ActorCritic(NUM_ACTIONS, share_network=shared, network=torso_kind(weights))
-    _load_weights(network, weights, path)
-    return PolicyAgent(network.eval(), profile, name=name, env_step=step)
+        agent: Agent = QAgent(network, name=name, env_step=step)
+    else:
+        try:
+            shared, profile = bool(payload["config"]["share_network"]), payload["obs_profile"]
+        except (KeyError, TypeError):
+            raise PongrlError(f"{path}: the checkpoint lacks its configuration") from None
+        network = ActorCritic(NUM_ACTIONS, share_network=shared, network=torso_kind(weights))
+        _load_weights(network, weights, path)
+        agent = PolicyAgent(network.eval(), profile, name=name, env_step=step, algo=payload["algo"])
+    agent.config = payload.get("config") if isinstance(payload.get("config"), dict) else None
+    return agent

@@ -13,9 +13,10 @@ import tempfile
 
 import yaml
 
-from pongrl.agent import SAMPLE_EPSILON_Q, playing_weights, save_safetensors_agent
+from pongrl.agent import SAMPLE_EPSILON_Q, save_safetensors_agent
 from pongrl.arena import load_player, play_match, summarize_match
-from pongrl.checkpoint import load_checkpoint, resolve, write_torch_file
+from pongrl import zoo
+from pongrl.checkpoint import write_torch_file
 from pongrl.envs.two_player import CLASSIC_MODE
 from pongrl.errors import PongrlError
 from pongrl.nets import torso_kind
@@ -59,28 +60,31 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
 
     if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)) and not force:
         raise PongrlError(f"{out_dir}: exists and is not empty (use --force to replace it)")
-    checkpoint = resolve(run_or_checkpoint)
-    payload = load_checkpoint(checkpoint)
-    algo, config, step = payload["algo"], payload["config"], int(payload["env_step"])
-    state_dict = playing_weights(payload)
-    player = load_player(checkpoint)
+    player = load_player(run_or_checkpoint)
+    agent = player.agent
+    if agent is None:
+        raise PongrlError("the built-in AI has no weights to put on a card: give an agent")
+    algo, config, step, obs_profile = agent.algo, agent.config, agent.env_step, agent.obs_profile
+    state_dict = agent.state_dict()
     results = play_match(player, load_player("builtin"), games, seed, sample=(sample, False))
     summary = summarize_match(results)
     scores = [g["score"] for g in results]
+    # A zoo agent's settings live in its card's training command, not in its weights file.
+    trained_with = zoo.card(run_or_checkpoint[len(zoo.PREFIX):])["trained_with"] if zoo.is_zoo_spec(run_or_checkpoint) else None
 
     parent = os.path.dirname(os.path.abspath(out_dir))
     os.makedirs(parent, exist_ok=True)
     temp = tempfile.mkdtemp(prefix=".card-", dir=parent)
     try:
         write_torch_file(os.path.join(temp, "model.pt"), state_dict)
-        save_safetensors_agent(os.path.join(temp, "model.safetensors"), state_dict, algo, step,
-                               payload.get("obs_profile", "standard"))
-        with open(os.path.join(temp, "config.yaml"), "w") as handle:
-            yaml.safe_dump(config, handle, sort_keys=False)
+        save_safetensors_agent(os.path.join(temp, "model.safetensors"), state_dict, algo, step, obs_profile)
+        if config is not None:
+            with open(os.path.join(temp, "config.yaml"), "w") as handle:
+                yaml.safe_dump(config, handle, sort_keys=False)
         video = record_video(player, load_player("builtin"), os.path.join(temp, "replay.mp4"), games=1,
                              max_frames=video_frames, seed=seed, sample=sample)
         metadata = card_metadata(algo, summary, games, sample)
-        readme = _readme(metadata, algo, config, torso_kind(state_dict), step, payload.get("obs_profile", "standard"),
+        readme = _readme(metadata, algo, config, trained_with, torso_kind(state_dict), step, obs_profile,
                          summary, scores, games, seed, run_or_checkpoint, video, sample)
         with open(os.path.join(temp, "README.md"), "w") as handle:
             handle.write(readme)
@@ -93,14 +97,21 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
     return {"out": out_dir, "env_step": step, **summary}
 
 
-def _readme(metadata, algo, config, network, step, obs_profile, summary, scores, games, seed, source, video, sample) -> str:
-    game_mode = config.get("game_mode", CLASSIC_MODE)  # runs from before --game-mode played the classic game
+def _readme(metadata, algo, config, trained_with, network, step, obs_profile, summary, scores, games, seed, source, video,
+            sample) -> str:
+    game_mode = (config or {}).get("game_mode", CLASSIC_MODE)  # runs from before --game-mode played the classic game
     game = "PettingZoo pong_v3" + ("" if game_mode == CLASSIC_MODE else f", on the cartridge's variation {game_mode}")
     kind = {"dqn": "a DQN agent", "ppo": "a PPO agent trained against the built-in AI",
             "selfplay": f"a PPO agent trained in self-play on two-player Pong ({game})"}.get(algo, algo)
     profile = ("the self-play card's view: blue channel, 84x84, 4 frames channel-last, score rows blanked"
                if obs_profile == "seed" else "grayscale 84x84, 4 frames stacked channel-first (the DQN protocol)")
-    settings = "\n".join(f"| {key} | {value} |" for key, value in config.items() if key not in ("track", "wandb_project"))
+    if config is not None:
+        rows = "\n".join(f"| {key} | {value} |" for key, value in config.items() if key not in ("track", "wandb_project"))
+        settings = f"| setting | value |\n|---|---|\n{rows}"
+    elif trained_with:
+        settings = f"Trained with:\n\n```\n{trained_with}\n```"
+    else:
+        settings = "The weights file this card was made from does not record its training settings."
     torso = "Nature-CNN" if network == "nature" else "small-CNN (Mnih et al. 2013; pongrl.nets.conv_torso(\"small\"))"
     load = ("```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)\n"
             "# the self-play card's Agent(...).load_state_dict(state_dict) reads it as is\n```"
@@ -131,14 +142,11 @@ pongrl eval {source} --episodes {games} --seed {seed}{" --sample" if sample else
 ## Files
 
 - `model.pt`: the network's state_dict (`torch.save(state_dict)`); `model.safetensors`: the same tensors.
-- `config.yaml`: every training setting.
-- `replay.mp4`: one game against the built-in AI ({video['frames']} frames at 60 fps; agent {first_video['first_points']}, built-in AI {first_video['second_points']}).
+{"- `config.yaml`: every training setting." + chr(10) if config is not None else ""}- `replay.mp4`: one game against the built-in AI ({video['frames']} frames at 60 fps; agent {first_video['first_points']}, built-in AI {first_video['second_points']}).
 
 {load}
 
 ## Training settings
 
-| setting | value |
-|---|---|
 {settings}
 """

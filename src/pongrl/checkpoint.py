@@ -210,8 +210,22 @@ def read_weights_file(path: str):
             warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
             return path, torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many types for damaged or foreign files
-        reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
-        raise PongrlError(f"{path}: not a readable pongrl checkpoint ({reason})") from None
+        raise PongrlError(f"{path}: not a readable pongrl checkpoint ({_why_unreadable(data, error)}); expected a "
+                          f"pongrl checkpoint, a seed-format state_dict or a .safetensors agent") from None
+
+
+SAFETENSORS_HEADER = b'{"'  # after its 8-byte header length
+
+
+def _why_unreadable(data: bytes, error: Exception) -> str:
+    """What a file that torch.load refused is, in pongrl's words (torch's own text is long and cut mid-word)."""
+    if len(data) > 9 and data[8:10] == SAFETENSORS_HEADER:
+        return "it is a safetensors file: give it a .safetensors name"
+    if data[:2] != b"PK":  # every file torch.save writes is a zip archive
+        return "it is not a file written by torch.save"
+    if "weights_only" in str(error) or "Unsupported global" in str(error):
+        return "it holds Python objects that pongrl does not unpickle, since loading them could run code"
+    return "it is damaged or truncated"
 
 
 def is_checkpoint(payload) -> bool:

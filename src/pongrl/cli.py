@@ -235,7 +235,7 @@ def build_parser() -> Parser:
                         help="matches played at once, one process each (default: the number of cores)")
 
     card = commands.add_parser("card", help="write a Hugging Face model card folder for a run (nothing is uploaded)")
-    card.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
+    card.add_argument("checkpoint", metavar="AGENT", help=AGENT_HELP)
     card.add_argument("--out", required=True, help="folder to write")
     card.add_argument("--games", type=_positive_int, default=10, help="evaluation games against the built-in AI (default 10)")
     card.add_argument("--seed", type=_int, default=0, help="evaluation seed (default 0)")
@@ -247,7 +247,7 @@ def build_parser() -> Parser:
     _add_torch_threads(card)
 
     export = commands.add_parser("export", help="write a PPO agent as the bare state_dict the self-play card's code loads")
-    export.add_argument("checkpoint", metavar="CHECKPOINT_OR_RUN")
+    export.add_argument("checkpoint", metavar="AGENT", help=AGENT_HELP + " (a PPO or self-play agent)")
     export.add_argument("--out", required=True, help="FILE.pt to write")
     export.add_argument("--force", action="store_true", help="overwrite --out if it exists")
 
@@ -517,23 +517,23 @@ def cmd_card(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from pongrl.agent import playing_weights
-    from pongrl.checkpoint import load_checkpoint, write_torch_file
+    from pongrl.agent import PolicyAgent, load_agent
+    from pongrl.checkpoint import write_torch_file
     from pongrl.nets import torso_kind
 
     if os.path.exists(args.out) and not args.force:
         raise PongrlError(f"{args.out}: exists (use --force to overwrite)")
-    payload = load_checkpoint(args.checkpoint)
-    if payload.get("algo") not in ("ppo", "selfplay"):
-        raise PongrlError(f"{payload['path']}: only PPO agents have the self-play card's format (this is {payload.get('algo')!r})")
-    weights = playing_weights(payload)
+    agent = load_agent(args.checkpoint)
+    if not isinstance(agent, PolicyAgent):
+        raise PongrlError(f"{args.checkpoint}: only PPO agents have the self-play card's format (this is a {agent.algo} agent)")
+    weights = agent.state_dict()
     torso = torso_kind(weights)
     if torso != "nature":
-        raise PongrlError(f"{payload['path']}: the self-play card's Agent has the Nature torso; this agent has the "
+        raise PongrlError(f"{args.checkpoint}: the self-play card's Agent has the Nature torso; this agent has the "
                           f"{torso!r} one, so it has no seed-format export")
     write_torch_file(args.out, weights)
-    print(f"{args.out}: seed-format state_dict ({'shared' if payload['config']['share_network'] else 'separate'} torsos, "
-          f"step {payload['env_step']}, observation profile {payload['obs_profile']})")
+    print(f"{args.out}: seed-format state_dict ({'shared' if agent.network.share_network else 'separate'} torsos, "
+          f"step {agent.env_step}, observation profile {agent.obs_profile})")
     return 0
 
 

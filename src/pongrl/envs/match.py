@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pongrl.envs.two_player import (CLASSIC_MODE, FRAME_SKIP, NUM_ACTIONS, SCREEN_HEIGHT, SCREEN_WIDTH,
-                                    pong_rom_path)
+from pongrl.envs.two_player import CLASSIC_MODE, FRAME_SKIP, NUM_ACTIONS, SCREEN_HEIGHT, SCREEN_WIDTH, open_emulator
 from pongrl.envs.views import VIEWS
 
 MAX_START_NOOP_FRAMES = 60  # half the serve window: no penalty can fall before the players act
@@ -52,15 +51,10 @@ class MatchGame:
         """`serve_assist`: True for both players, or the sides (RIGHT, LEFT) it serves for;
         `extra_profiles`: more views of the game kept up to date (`observation(side, profile)`), for
         agents that watch without playing."""
-        import multi_agent_ale_py
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
 
-        multi_agent_ale_py.ALEInterface.setLoggerMode("error")
-        self.ale = multi_agent_ale_py.ALEInterface()
-        self.ale.setFloat(b"repeat_action_probability", 0.0)
-        self.ale.loadROM(pong_rom_path())
-        self.ale.setMode(mode)
+        self.ale = open_emulator(mode)
         self.lib, self.obj = ale_lib, self.ale.obj  # direct ctypes calls skip the wrapper's allocations
         self.action_map = self.ale.getMinimalActionSet().astype(np.intc)
         assert len(self.action_map) == NUM_ACTIONS

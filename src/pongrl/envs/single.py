@@ -91,7 +91,6 @@ class PongGame:
         from pongrl.envs.views import VIEWS
 
         self.ale = ale_py.ALEInterface()
-        self.ale.setLoggerMode(ale_py.LoggerMode.Error)
         self.ale.setInt("random_seed", int(seed) % (2**31))  # also drives the sticky actions, if any
         self.ale.setFloat("repeat_action_probability", sticky_actions)
         self.ale.setInt("frame_skip", 1)

@@ -76,6 +76,19 @@ def pong_rom_path() -> str:
     return os.path.join(os.path.dirname(ale_py.__file__), "roms", "pong.bin")
 
 
+def open_emulator(mode: int = CLASSIC_MODE):
+    """A two-player emulator (multi_agent_ale_py) with Pong loaded in game variation `mode`, without
+    sticky actions and without its banner on the terminal."""
+    import multi_agent_ale_py
+
+    multi_agent_ale_py.ALEInterface.setLoggerMode("error")
+    ale = multi_agent_ale_py.ALEInterface()
+    ale.setFloat(b"repeat_action_probability", 0.0)
+    ale.loadROM(pong_rom_path())
+    ale.setMode(mode)
+    return ale
+
+
 def rom_install_path() -> str:
     """What to pass as pong_v3's `auto_rom_install_path`: it looks for `<path>/pong.bin`, then
     `<path>/roms/pong.bin`, so ale-py's package folder works."""
@@ -378,7 +391,6 @@ class TwoPlayerGames:
 
     def __init__(self, num_games: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1, mode: int = CLASSIC_MODE,
                  autoreset: bool = True):
-        import multi_agent_ale_py
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
 
@@ -387,16 +399,8 @@ class TwoPlayerGames:
         self.max_cycles = max_cycles
         self.mode = mode
         self.autoreset = autoreset  # off: an ended game stays at its last frame until reset() (PettingZoo's API)
-        self.rom = pong_rom_path()
-        multi_agent_ale_py.ALEInterface.setLoggerMode("error")
-        self.ales = []
-        for _ in range(num_games):
-            ale = multi_agent_ale_py.ALEInterface()
-            ale.setFloat(b"repeat_action_probability", 0.0)
-            ale.loadROM(self.rom)
-            ale.setMode(self.mode)
-            assert ale.numPlayersActive() == 2
-            self.ales.append(ale)
+        self.ales = [open_emulator(mode) for _ in range(num_games)]
+        assert all(ale.numPlayersActive() == 2 for ale in self.ales)
         self.action_map = self.ales[0].getMinimalActionSet().astype(np.intc)
         assert len(self.action_map) == NUM_ACTIONS
         self._objs = [ale.obj for ale in self.ales]
@@ -440,7 +444,7 @@ class TwoPlayerGames:
         if seed is not None:
             ale = self.ales[g]
             ale.setInt(b"random_seed", int(seed))
-            ale.loadROM(self.rom)
+            ale.loadROM(pong_rom_path())
             ale.setMode(self.mode)
         self.lib.reset_game(self._objs[g])
         self.frames[g] = 0
