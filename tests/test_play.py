@@ -30,6 +30,8 @@ class Server:
             raise AssertionError(line + self.process.stderr.read())
         self.url = line.split("open ")[1].split()[0]
         self.ws_url = self.url.replace("http://", "ws://") + "game"
+        self.origin = self.url.rstrip("/")  # what a browser sends from the server's own page
+        self.host = self.origin[len("http://"):]
 
     def stats(self) -> dict:
         with urllib.request.urlopen(self.url + "stats", timeout=5) as response:
@@ -134,7 +136,7 @@ def test_bad_clients_do_not_stop_the_server_and_ctrl_c_leaves_nothing_running():
                 received += 1
 
     async def scenario():
-        async with websockets.connect(server.ws_url) as good:
+        async with websockets.connect(server.ws_url, origin=server.origin) as good:
             await frames(good, 5)
             # Garbage, wrong types, binary data, a key the page never sends: ignored.
             for junk in ("not json", "[1, 2]", json.dumps({"key": "up"}), json.dumps({"key": "../etc", "pressed": True}),
@@ -144,12 +146,12 @@ def test_bad_clients_do_not_stop_the_server_and_ctrl_c_leaves_nothing_running():
             await frames(good, 5)
             assert server.stats()["games"][0]["ignored_messages"] == 6
             # An oversized message closes that connection only.
-            oversized = await websockets.connect(server.ws_url)
+            oversized = await websockets.connect(server.ws_url, origin=server.origin)
             await oversized.send("x" * 5000)
             with pytest.raises(websockets.ConnectionClosed):
                 await frames(oversized, 10_000)
             # More pages than games allowed: the extra ones are told the server is busy.
-            others = [await websockets.connect(server.ws_url) for _ in range(6)]
+            others = [await websockets.connect(server.ws_url, origin=server.origin) for _ in range(6)]
             replies = []
             for other in others:
                 try:
@@ -186,3 +188,61 @@ def test_play_refuses_bad_agents_in_one_line():
         done = subprocess.run([sys.executable, "-m", "pongrl", "play", *args, "--port", "0"], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 1 and done.stderr.count("\n") == 1 and done.stderr.startswith("pongrl: error: "), done.stderr
+
+
+def handshake_status(server: Server, path: str, headers: dict) -> int:
+    """The HTTP status a raw request to the server gets with exactly these headers (a WebSocket upgrade
+    for /game): a hostile page or a rebound DNS name can send what no real client of this page would."""
+    import socket
+
+    lines = [f"GET {path} HTTP/1.1", *(f"{name}: {value}" for name, value in headers.items())]
+    if path == "/game":
+        lines += ["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                  "Sec-WebSocket-Version: 13"]
+    port = int(server.host.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        return int(connection.recv(1024).split(b" ", 2)[1])
+
+
+def test_only_the_servers_own_page_may_open_a_game():
+    import websockets
+
+    server = Server("zoo:" + zoo.names()[0])
+    try:
+        own = {"Host": server.host, "Origin": server.origin}
+        cases = {"foreign origin": {**own, "Origin": "http://evil.example"},
+                 "missing origin": {"Host": server.host},
+                 "foreign host": {"Host": "evil.example:" + server.host.rsplit(":", 1)[1], "Origin": "http://evil.example"},
+                 "other port": {**own, "Origin": server.origin.rsplit(":", 1)[0] + ":1"}}
+        for case, headers in cases.items():
+            assert handshake_status(server, "/game", headers) == 403, case
+        assert handshake_status(server, "/", {"Host": "evil.example"}) == 403
+        assert handshake_status(server, "/stats", {"Host": "rebound.example:80"}) == 403
+        assert server.stats()["games"] == [], "no refused request started a game"
+        assert handshake_status(server, "/game", own) == 101
+        with urllib.request.urlopen(server.url, timeout=5) as response:  # the real page is still served
+            assert b"<canvas" in response.read()
+
+        async def play_a_little():
+            async with websockets.connect(server.ws_url, origin=server.origin) as page:
+                assert json.loads(await asyncio.wait_for(page.recv(), 10))["type"] == "hello"
+
+        asyncio.run(play_a_little())
+    finally:
+        code, err = server.stop()
+    assert code == 0 and "Traceback" not in err, err
+
+
+def test_play_warns_when_it_listens_beyond_this_machine():
+    process = subprocess.Popen([sys.executable, "-m", "pongrl", "play", "zoo:" + zoo.names()[0], "--host", "0.0.0.0",
+                                "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "open http://0.0.0.0:" in process.stdout.readline()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    warning = process.stderr.read()
+    assert "warning: --host 0.0.0.0 lets every machine" in warning

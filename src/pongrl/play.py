@@ -15,7 +15,8 @@ probabilities) as small JSON messages. What is played is fixed on the command li
 Nothing the page sends names a file or an agent: it can only press keys. Messages are small JSON texts
 (`{"key": "up"|"down"|"fire", "pressed": bool, "t": ms}`); anything else is ignored, an oversized one
 closes that page's connection, and at most MAX_GAMES pages play at once (others are told the server is
-busy). `/stats` gives each game's frame rate, key latency and what its emulator holds (paddles, score).
+busy). Only this server's own page may open a game: a WebSocket whose Origin is not the page's, or any
+request whose Host header does not name this server (DNS rebinding), is refused with 403. `/stats` gives each game's frame rate, key latency and what its emulator holds (paddles, score).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import asyncio
 import json
 import os
 import socket
+import sys
 import time
 from collections import deque
 
@@ -293,21 +295,67 @@ def game_stats(lobby: Lobby) -> dict:
     return {"games": games, "max_games": MAX_GAMES}
 
 
-def make_app(lobby: Lobby):
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+def served_hosts(host: str, port: int) -> set[str]:
+    """The Host headers that name this server: `host:port` for each name the listening address answers
+    to. A page reached under any other name (a DNS-rebinding attacker's domain, say) is not this server's."""
+    names = {f"[{host}]" if ":" in host else host}
+    if is_loopback(host) or host in ("0.0.0.0", "::", ""):
+        names.update(LOOPBACK_NAMES)
+    if host in ("0.0.0.0", "::", ""):  # every address of this machine
+        hostname = socket.gethostname()
+        names.add(hostname)
+        try:
+            addresses = {info[4][0] for info in socket.getaddrinfo(hostname, None)}
+        except OSError:
+            addresses = set()
+        names.update(f"[{address}]" if ":" in address else address for address in addresses)
+    return {f"{name}:{port}" for name in names}
+
+
+def refusal(headers, allowed_hosts: set[str], websocket: bool) -> str | None:
+    """Why a request is not this server's own page's, or None. Its Host header must name this server;
+    a WebSocket must also come from this server's page: browsers send the page's origin with every
+    WebSocket, and any page the person visits can open one (cross-site WebSocket hijacking)."""
+    host = headers.get("host", "")
+    if host.lower() not in allowed_hosts:
+        return f"Host {host!r} does not name this server"
+    if websocket and headers.get("origin", "").lower() != f"http://{host.lower()}":
+        return f"Origin {headers.get('origin')!r} is not this server's page"
+    return None
+
+
+def make_app(lobby: Lobby, allowed_hosts: set[str]):
+    """The page, its stats and its game socket, for requests whose Host is in `allowed_hosts` (lowercase
+    host:port) and, for the socket, whose Origin is the page's own."""
     from starlette.applications import Starlette
-    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
     from starlette.routing import Route, WebSocketRoute
 
     with open(PAGE) as handle:
         page = handle.read()
+    allowed_hosts = {name.lower() for name in allowed_hosts}
+
+    def forbidden(request):
+        reason = refusal(request.headers, allowed_hosts, websocket=False)
+        return PlainTextResponse(reason, status_code=403) if reason else None
 
     async def index(request):
-        return HTMLResponse(page)
+        return forbidden(request) or HTMLResponse(page)
 
     async def stats(request):
-        return JSONResponse(game_stats(lobby))
+        return forbidden(request) or JSONResponse(game_stats(lobby))
 
     async def game(websocket):
+        if refusal(websocket.headers, allowed_hosts, websocket=True):
+            await websocket.close(code=1008)  # before accepting: the server answers the handshake with 403
+            return
         await play_game(websocket, lobby)
 
     return Starlette(routes=[Route("/", index), Route("/stats", stats), WebSocketRoute("/game", game)])
@@ -339,8 +387,13 @@ def serve(agent_spec: str, opponent_spec: str | None, host: str, port: int, seed
         raise PongrlError(f"cannot listen on {host}:{port} ({error.strerror}); choose another --port") from None
     bound_port = listener.getsockname()[1]
     what = ("you (left) against " + agent.name if opponent is None else f"{agent.name} against {opponent.name}")
-    print(f"pongrl play: {what}: open http://{host}:{bound_port}/ (Ctrl-C stops)", flush=True)
-    config = uvicorn.Config(make_app(Lobby(agent, opponent, seed)), log_level="warning", ws="websockets-sansio",
+    if not is_loopback(host):
+        print(f"pongrl play: warning: --host {host} lets every machine that reaches this one on port {bound_port} open "
+              f"the page and play (up to {MAX_GAMES} games at once, on this machine's cores)", file=sys.stderr)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"pongrl play: {what}: open http://{shown}:{bound_port}/ (Ctrl-C stops)", flush=True)
+    app = make_app(Lobby(agent, opponent, seed), served_hosts(host, bound_port))
+    config = uvicorn.Config(app, log_level="warning", ws="websockets-sansio",
                             ws_max_size=MAX_MESSAGE_BYTES, lifespan="off", timeout_graceful_shutdown=2)
     try:
         uvicorn.Server(config).run(sockets=[listener])
