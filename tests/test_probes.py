@@ -109,17 +109,19 @@ def test_collect_against_an_agent_from_the_left_records_mirrored_labels_and_a_tw
     assert code == 1 and "--opponent AGENT" in err and err.count("\n") == 1
 
 
-def planted_collect(folder, games=6, frames_per_game=300, seed=0):
+def planted_collect(folder, games=6, frames_per_game=300, seed=0, lengths=None):
     """A collect in pongrl's format whose one agent has a layer that is a known linear function of
-    ball_y (plus noise) and another that is noise alone."""
+    ball_y (plus noise) and another that is noise alone; `lengths` gives each game's frames instead."""
     rng = np.random.default_rng(seed)
     os.makedirs(os.path.join(folder, GAMES_FOLDER))
-    settings = {"format": "pongrl-probe-1", "frames": games * frames_per_game,
+    lengths = lengths or [frames_per_game] * games
+    games = len(lengths)
+    settings = {"format": "pongrl-probe-1", "frames": sum(lengths),
                 "agents": [{"spec": "planted", "name": "planted", "sha256": "", "env_step": 0, "obs_profile": "standard"}]}
     with open(os.path.join(folder, SETTINGS_FILE), "w") as handle:
         json.dump(settings, handle)
     mixing = rng.normal(size=(1, 16))
-    for game in range(games):
+    for game, frames_per_game in enumerate(lengths):
         labels = {name: rng.integers(0, 200, frames_per_game) for name in LABELS}
         labels["ball_in_play"] = (labels["ball_y"] > 100).astype(np.int64)  # a class the layer carries linearly
         ball_y = labels["ball_y"].astype(np.float64)
@@ -133,7 +135,7 @@ def planted_collect(folder, games=6, frames_per_game=300, seed=0):
 
 def test_a_planted_signal_is_found_where_it_is_and_nowhere_else(tmp_path):
     folder = planted_collect(str(tmp_path / "planted"))
-    rows, _ = fit(folder, labels=["ball_y", "player_y", "ball_in_play"])
+    rows, _ = fit(folder, labels=["ball_y", "player_y", "ball_in_play"], allow_small_test=True)
     r2 = {(row["layer"], row["label"]): row for row in rows if row["metric"] == "r2"}
     assert r2[("carries_ball_y", "ball_y")]["score"] > 0.95
     assert abs(r2[("carries_ball_y", "ball_y")]["control"]) < 0.1  # shuffled labels: chance
@@ -151,14 +153,14 @@ def test_a_planted_signal_is_found_where_it_is_and_nowhere_else(tmp_path):
 def test_the_split_is_by_whole_games(tmp_path):
     folder = planted_collect(str(tmp_path / "planted"), games=7)
     data = ProbeData(folder)
-    train, test = split_games(data.games)
+    train, test = split_games(data.frames_of)
     assert not set(train) & set(test) and sorted(train + test) == sorted(data.games) and len(test) == 1
-    rows, _ = fit(folder, layers=["noise"], labels=["ball_x"])
+    rows, _ = fit(folder, layers=["noise"], labels=["ball_x"], allow_small_test=True)
     frames = dict(zip(data.games, data.rows))
     assert rows[0]["test_frames"] == sum(frames[g] for g in test)
     assert rows[0]["train_frames"] == sum(frames[g] for g in train)
     with pytest.raises(PongrlError, match="at least two games"):
-        split_games([3])
+        split_games({3: 300})
 
 
 def test_collect_records_every_layer_and_an_interrupted_collect_keeps_its_games(tmp_path, capsys):
@@ -188,7 +190,7 @@ def test_collect_records_every_layer_and_an_interrupted_collect_keeps_its_games(
         assert sorted(game["agents/0"].keys()) == ["conv1", "conv2", "conv3", "fc", "input", "output"]
         assert game["agents/0/conv1"].shape[1] == 1024 and game["agents/0/fc"].shape[1] == 512
         assert sorted(game["labels"].keys()) == sorted(LABELS)
-    code, _, err = run(["probe", "fit", out, "--layers", "fc", "--labels", "ball_in_play", "ball_y"], capsys)
+    code, _, err = run(["probe", "fit", out, "--layers", "fc", "--labels", "ball_in_play", "ball_y", "--allow-small-test"], capsys)
     assert code == 0 and "interrupted collect" in err, err
     rows = open(os.path.join(out, "probes.csv")).read().splitlines()
     assert len(rows) == 1 + 2 * 3  # two agents x (ball_y's R^2, and both labels' F1)
@@ -228,7 +230,7 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
                  "--keep-checkpoints", "5", "--eval-every", "0", "--torch-threads", "1"]) == 0
     out = str(tmp_path / "study")
     code, _, err = run(["probe", "across", run_dir, "--out", out, "--frames", "1700", "--layers", "fc",
-                        "--labels", "ball_y", "ball_in_play"], capsys)
+                        "--labels", "ball_y", "ball_in_play", "--allow-small-test"], capsys)
     assert code == 0, err
     rows = list(csv.DictReader(open(os.path.join(out, "probes.csv"))))
     steps = sorted({int(row["env_step"]) for row in rows if row["agent"] != "random-init"})
@@ -264,7 +266,7 @@ def test_the_study_across_a_shipped_series_and_hand_picked_checkpoints(tmp_path,
     checkpoint = os.path.join(run_dir, "checkpoints", "step_000000000200.pt")
     out = str(tmp_path / "study")
     code, _, err = run(["probe", "across", "zoo:tiny-*", checkpoint, "--out", out, "--frames", "900", "--layers", "fc",
-                        "--labels", "ball_y", "ball_in_play"], capsys)
+                        "--labels", "ball_y", "ball_in_play", "--allow-small-test"], capsys)
     assert code == 0, err
     settings = json.load(open(os.path.join(out, SETTINGS_FILE)))
     assert [agent["name"] for agent in settings["agents"]] == [
@@ -293,7 +295,7 @@ def test_agents_of_one_profile_share_their_input_layer(tmp_path):
         inputs = [game[f"agents/{index}/input"][...] for index in range(3)]
         assert not np.array_equal(game["agents/0/fc"][...], game["agents/1/fc"][...])
     assert all(np.array_equal(inputs[0], other) for other in inputs[1:])
-    rows, _ = fit(out, layers=["input"], labels=["ball_y", "ball_in_play"])
+    rows, _ = fit(out, layers=["input"], labels=["ball_y", "ball_in_play"], allow_small_test=True)
     by_agent = {}
     for row in rows:
         by_agent.setdefault(row["agent"], []).append((row["label"], row["metric"], row["score"], row["control"]))
@@ -304,9 +306,9 @@ def test_fit_warns_when_a_test_game_repeats_a_train_game(tmp_path, capsys):
     import shutil
 
     folder = planted_collect(str(tmp_path / "planted"), games=5)
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y"], capsys)
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys)
     assert code == 0 and "repeat" not in err
-    train, test = split_games(list(range(5)))
+    train, test = split_games({game: 300 for game in range(5)})
     # Game `test[0]` becomes a copy of a train game (under its own game number).
     copy = os.path.join(folder, GAMES_FOLDER, f"game_{test[0]:05d}.h5")
     shutil.copy(os.path.join(folder, GAMES_FOLDER, f"game_{train[0]:05d}.h5"), copy)
@@ -314,21 +316,52 @@ def test_fit_warns_when_a_test_game_repeats_a_train_game(tmp_path, capsys):
 
     with h5py.File(copy, "r+") as data:
         data.attrs["game"] = test[0]
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y"], capsys)
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys)
     assert code == 0 and f"1 test game(s) repeat a train game frame for frame ({test[0]})" in err
 
 
 def test_a_partial_fit_can_write_its_results_elsewhere(tmp_path, capsys):
     # A study's full probes.csv took half an hour; a later fit of one agent's layer must not replace it.
     folder = planted_collect(str(tmp_path / "planted"))
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y"], capsys)
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys)
     assert code == 0, err
     full = open(os.path.join(folder, "probes.csv")).read()
     results = str(tmp_path / "subset")
     code, _, err = run(["probe", "fit", folder, "--agents", "planted", "--layers", "carries_ball_y", "--labels", "ball_y",
-                        "--results", results], capsys)
+                        "--results", results, "--allow-small-test"], capsys)
     assert code == 0, err
     rows = list(csv.DictReader(open(os.path.join(results, "probes.csv"))))
     assert {(row["agent"], row["layer"]) for row in rows} == {("planted", "carries_ball_y")}
     assert os.path.exists(os.path.join(results, "probes.md"))
     assert open(os.path.join(folder, "probes.csv")).read() == full
+
+
+def test_a_collect_whose_last_game_is_cut_short_is_split_by_frames_and_a_tiny_test_is_refused(tmp_path, capsys):
+    # Three games as `probe collect --frames 6000` gave them: two whole ones and the last cut at 35 frames.
+    folder = planted_collect(str(tmp_path / "cut"), lengths=[2600, 3365, 35])
+    data = ProbeData(folder)
+    for seed in range(5):  # whatever the order, a test set of whole games as close to a fifth of the frames as can be
+        train, test = split_games(data.frames_of, seed)
+        assert sorted(train + test) == [0, 1, 2] and train
+    code, out, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y"], capsys)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert "under the floor of 1,000 frames in 2 games: collect about" in err and "--allow-small-test" in err
+    assert not os.path.exists(os.path.join(folder, "probes.csv")), "nothing is written"
+    code, out, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"],
+                         capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(open(os.path.join(folder, "probes.csv"))))
+    assert rows and all(row["small_test"] == "True" for row in rows)
+    first = rows[0]
+    said = (f"trained on {int(first['train_frames']):,} frames in {first['train_games']} game"
+            f"{'' if first['train_games'] == '1' else 's'}, tested on {int(first['test_frames']):,} frames")
+    assert said in out and said in open(os.path.join(folder, "probes.md")).read() and "under the floor" in out
+
+    # Ten games of unequal length: the test share is about a fifth of the frames, not of the games.
+    lengths = [3000, 2800, 2600, 2400, 2200, 2000, 1800, 1600, 1400, 35]
+    folder = planted_collect(str(tmp_path / "ten"), lengths=lengths)
+    train, test = split_games(ProbeData(folder).frames_of)
+    share = sum(lengths[game] for game in test) / sum(lengths)
+    assert 0.12 < share < 0.28 and len(test) >= 2, (test, share)
+    rows, _ = fit(folder, layers=["noise"], labels=["ball_y"])
+    assert rows[0]["small_test"] is False and rows[0]["test_frames"] == sum(lengths[game] for game in test)

@@ -33,6 +33,7 @@ def add_parser(commands, agent_help: str, positive_int, integer) -> None:
                      help="write probes.csv and probes.md here instead of DIR (a partial fit then leaves DIR's "
                           "results as they are)")
     fit.add_argument("--seed", type=integer, default=0, help="seed of the split into train and test games (default 0)")
+    _add_allow_small_test(fit)
     across = steps.add_parser("across", help="the study over runs' checkpoints: collect, fit, probes.png against env steps")
     across.add_argument("runs", nargs="+", metavar="RUN",
                         help="run directories (all their kept checkpoints take part), shipped series such as "
@@ -46,6 +47,14 @@ def add_parser(commands, agent_help: str, positive_int, integer) -> None:
                         help="the playing checkpoint plays greedily (default: it samples its actions, so that no two "
                              "games repeat: greedy play against the built-in AI is deterministic)")
     across.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    _add_allow_small_test(across)
+
+
+def _add_allow_small_test(parser) -> None:
+    parser.add_argument("--allow-small-test", action="store_true",
+                        help="fit even when the split's test games hold too few frames or games to score on "
+                             "(refused otherwise, saying how many frames to collect); every row is then marked "
+                             "small_test")
 
 
 def _progress(total: int, unit: str):
@@ -58,7 +67,7 @@ def warn_repeated_games(out: str, seed: int = 0) -> None:
     from pongrl.probes.fit import ProbeData, repeated_test_games, split_games
 
     data = ProbeData(out)
-    repeated = repeated_test_games(data, *split_games(data.games, seed))
+    repeated = repeated_test_games(data, *split_games(data.frames_of, seed))
     if repeated:
         print(f"pongrl probe: warning: {len(repeated)} test game(s) repeat a train game frame for frame "
               f"({', '.join(map(str, repeated))}): their probes leak; collect with --sample for distinct games",
@@ -77,7 +86,7 @@ def run(args) -> int:
         print(f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
               f"{', '.join(summary['agents'])}")
         return 0
-    from pongrl.probes.fit import ProbeData, chosen_layers, fit, write_results
+    from pongrl.probes.fit import ProbeData, chosen_layers, fit, split_summary, write_results
 
     if args.results and os.path.exists(args.results) and not os.path.isdir(args.results):
         raise PongrlError(f"--results {args.results}: not a folder")
@@ -87,18 +96,19 @@ def run(args) -> int:
               f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games", file=sys.stderr)
     warn_repeated_games(args.out, args.seed)
     with _progress(len(chosen_layers(data, args.layers, args.agents)), "layer") as bar:
-        rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update, agents=args.agents)
+        rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update, agents=args.agents,
+                      allow_small_test=args.allow_small_test)
     if args.results:
         os.makedirs(args.results, exist_ok=True)
     csv_path, md_path = write_results(rows, args.results or args.out)
-    print(f"{len(rows)} probes on {data.frames:,} frames: {csv_path}, {md_path}")
+    print(f"{len(rows)} probes, {split_summary(rows)}: {csv_path}, {md_path}")
     return 0
 
 
 def run_across(args) -> int:
     from pongrl.probes.across import plot_across, study_agents
     from pongrl.probes.collect import collect
-    from pongrl.probes.fit import fit, write_results
+    from pongrl.probes.fit import fit, split_summary, write_results
 
     agents = study_agents(args.runs, args.every)
     print(f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
@@ -107,8 +117,9 @@ def run_across(args) -> int:
         collect(agents, args.frames, args.out, sample=not args.greedy, seed=args.seed, progress=bar.update)
     warn_repeated_games(args.out, args.seed)
     with _progress(None, "layer") as bar:
-        rows, data = fit(args.out, args.layers, args.labels, progress=bar.update, classify_scales=False)
+        rows, data = fit(args.out, args.layers, args.labels, progress=bar.update, classify_scales=False,
+                         allow_small_test=args.allow_small_test)
     csv_path, md_path = write_results(rows, args.out)
     chart = plot_across(rows, data.settings["agents"], os.path.join(args.out, "probes.png"))
-    print(f"{len(rows)} probes of {len(agents)} checkpoints on {data.frames:,} frames: {csv_path}, {md_path}, {chart}")
+    print(f"{len(rows)} probes of {len(agents)} checkpoints, {split_summary(rows)}: {csv_path}, {md_path}, {chart}")
     return 0

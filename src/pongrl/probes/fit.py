@@ -28,6 +28,10 @@ from pongrl.probes.collect import SETTINGS_FILE, game_files
 from pongrl.probes.labels import LABELS, REGRESSION_LABELS
 
 TEST_FRACTION = 0.2
+# Below these a probe's test score rests on a few neighbouring frames and means little: fit refuses (or, when
+# asked to go on, marks every row).
+MIN_TEST_FRAMES = 1_000
+MIN_TEST_GAMES = 2
 SPLIT_SEED = 0
 # Ridge penalties tried, per 1,000 train frames; each label's is chosen on held-out train games.
 RIDGE_ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
@@ -36,18 +40,37 @@ CLASSIFIER_EPOCHS = 8
 CLASSIFIER_MIN_STEPS = 400  # small collects get more epochs: 8 epochs of a few batches leave a probe unfitted
 CLASSIFIER_BATCH = 512
 COLUMNS = ["agent", "env_step", "layer", "label", "metric", "score", "control", "selectivity", "train_frames",
-           "test_frames", "test_games"]
+           "train_games", "test_frames", "test_games", "small_test"]
 
 
-def split_games(games: list[int], seed: int = SPLIT_SEED) -> tuple[list[int], list[int]]:
-    """Whole games to train and test, disjoint (asserted), the test share TEST_FRACTION (at least one)."""
-    if len(games) < 2:
-        raise PongrlError(f"probes need at least two games to split train from test; the collect holds {len(games)}")
-    order = np.random.default_rng(seed).permutation(sorted(games))
-    test_count = max(1, int(round(TEST_FRACTION * len(games))))
-    test, train = sorted(order[:test_count].tolist()), sorted(order[test_count:].tolist())
+def split_games(frames: dict[int, int], seed: int = SPLIT_SEED) -> tuple[list[int], list[int]]:
+    """Whole games to train and test, disjoint (asserted), from each game's frame count: in a seeded random
+    order, the first games whose frames come closest to TEST_FRACTION of all frames (at least one game, and
+    at least one left to train on). Games differ in length (a collect's last game is cut short), so a share
+    of the games could be a share of almost no frames."""
+    if len(frames) < 2:
+        raise PongrlError(f"probes need at least two games to split train from test; the collect holds {len(frames)}")
+    order = [int(game) for game in np.random.default_rng(seed).permutation(sorted(frames))]
+    taken = np.cumsum([frames[game] for game in order[:-1]])
+    test_count = int(np.argmin(np.abs(taken - TEST_FRACTION * sum(frames.values())))) + 1
+    test, train = sorted(order[:test_count]), sorted(order[test_count:])
     assert not set(train) & set(test)
     return train, test
+
+
+def is_small_test(test_frames: int, test_games: int) -> bool:
+    return test_frames < MIN_TEST_FRAMES or test_games < MIN_TEST_GAMES
+
+
+def refuse_small_test(data: "ProbeData", test_games: list[int]) -> None:
+    """One line that says why the split is too small to score probes on, and how many frames would do."""
+    test_frames = sum(data.frames_of[game] for game in test_games)
+    typical_game = int(np.median(data.rows))
+    enough = int(max(MIN_TEST_FRAMES, MIN_TEST_GAMES * typical_game) / TEST_FRACTION)
+    raise PongrlError(f"{data.out_dir}: the split by whole games leaves {test_frames:,} test frames in "
+                      f"{_games(len(test_games))}, under the floor of {MIN_TEST_FRAMES:,} frames in {MIN_TEST_GAMES} games: collect about "
+                      f"{-(-enough // 1000) * 1000:,} frames (probe collect with a larger --frames continues the collect), "
+                      f"or pass --allow-small-test to fit anyway with every row marked")
 
 
 class ProbeData:
@@ -77,6 +100,7 @@ class ProbeData:
         if not self.paths:
             raise PongrlError(f"{out_dir}: the collect holds no complete game yet")
         self.frames = sum(self.rows)
+        self.frames_of = dict(zip(self.games, self.rows))
 
     @property
     def complete(self) -> bool:
@@ -196,11 +220,11 @@ def repeated_test_games(data: ProbeData, train_games: list[int], test_games: lis
 def split_labels(data: ProbeData, labels: list[str], seed: int = SPLIT_SEED):
     """The games split into train and test, each side's labels by name, the control's shuffle of the train
     frames, and the mask of the train frames in held-out train games (whole games, for choosing penalties)."""
-    train_games, test_games = split_games(data.games, seed)
+    train_games, test_games = split_games(data.frames_of, seed)
     y_train = {name: data.read(f"labels/{name}", train_games) for name in labels}
     y_test = {name: data.read(f"labels/{name}", test_games) for name in labels}
     shuffle = np.random.default_rng(seed + 1).permutation(len(next(iter(y_train.values()))))
-    rows_of = dict(zip(data.games, data.rows))
+    rows_of = data.frames_of
     held_out = set(train_games[::-1][:int(round(VALIDATION_FRACTION * len(train_games)))]) if len(train_games) > 1 else set()
     validation = np.concatenate([np.full(rows_of[game], game in held_out) for game in train_games])
     return train_games, test_games, y_train, y_test, shuffle, validation
@@ -241,11 +265,13 @@ def chosen_layers(data: ProbeData, layers: list[str] | None = None,
 
 
 def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None = None, seed: int = SPLIT_SEED,
-        progress=None, classify_scales: bool = True, agents: list[str] | None = None) -> tuple[list[dict], ProbeData]:
+        progress=None, classify_scales: bool = True, agents: list[str] | None = None,
+        allow_small_test: bool = False) -> tuple[list[dict], ProbeData]:
     """Fit every probe; returns the rows of probes.csv and the data read. `classify_scales=False` skips
     AtariARI's classifier for the labels that get R^2 (positions and velocities: up to ~200 classes each,
     most of the fitting time), as the study across checkpoints does; `agents` keeps only the agents of those
-    names."""
+    names. A split whose test games hold fewer than MIN_TEST_FRAMES frames or MIN_TEST_GAMES games is
+    refused, unless `allow_small_test`: then every row says small_test."""
     data = ProbeData(out_dir)
     known_layers = sorted({name for names in data.layers.values() for name in names})
     for layer in layers or []:
@@ -259,14 +285,19 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
         if name not in names:
             raise PongrlError(f"no agent {name!r} in {out_dir} (it has: {', '.join(names)})")
     labels = labels or list(LABELS)
+    train_games, test_games = split_games(data.frames_of, seed)
+    test_frames = sum(data.frames_of[game] for game in test_games)
+    small_test = is_small_test(test_frames, len(test_games))
+    if small_test and not allow_small_test:
+        refuse_small_test(data, test_games)
     train_games, test_games, y_train, y_test, shuffle, validation = split_labels(data, labels, seed)
     rows = []
     fitted_inputs: dict[str, list[dict]] = {}  # by observation profile: agents of one profile share their input
     for index, layer in chosen_layers(data, layers, agents):
         agent = data.settings["agents"][index]
         base = {"agent": agent["name"], "env_step": agent["env_step"], "layer": layer,
-                "train_frames": len(shuffle), "test_frames": len(next(iter(y_test.values()))),
-                "test_games": len(test_games)}
+                "train_frames": len(shuffle), "train_games": len(train_games), "test_frames": test_frames,
+                "test_games": len(test_games), "small_test": small_test}
         profile = agent.get("obs_profile")
         if layer == "input" and profile in fitted_inputs:
             rows += [{**base, **row} for row in fitted_inputs[profile]]
@@ -282,16 +313,31 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
     return rows, data
 
 
+def _games(count: int) -> str:
+    return f"{count} game" + ("" if count == 1 else "s")
+
+
+def split_summary(rows: list[dict]) -> str:
+    """The frames and games the probes were trained and tested on, in words (the rows share one split)."""
+    first = rows[0]
+    text = (f"trained on {first['train_frames']:,} frames in {_games(first['train_games'])}, tested on "
+            f"{first['test_frames']:,} frames in {_games(first['test_games'])}")
+    if first["small_test"]:
+        text += (f" (under the floor of {MIN_TEST_FRAMES:,} test frames in {MIN_TEST_GAMES} games: every score is "
+                 f"marked small_test and means little)")
+    return text
+
+
 def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
-    """probes.csv (every row) and probes.md (AtariARI's layout: one table per metric, a row per agent and
-    layer, a column per label; control in brackets)."""
+    """probes.csv (every row) and probes.md (its split in words, then AtariARI's layout: one table per metric,
+    a row per agent and layer, a column per label; control in brackets)."""
     csv_path, md_path = os.path.join(out_dir, "probes.csv"), os.path.join(out_dir, "probes.md")
     with open(csv_path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, COLUMNS)
         writer.writeheader()
         for row in rows:
             writer.writerow({key: (f"{value:.4f}" if isinstance(value, float) else value) for key, value in row.items()})
-    lines = []
+    lines = [f"Probes {split_summary(rows)}." if rows else "No probes.", ""]
     for metric, title in (("f1", "Weighted F1 (AtariARI's protocol)"), ("r2", "R^2 (ridge regression)")):
         chosen = [row for row in rows if row["metric"] == metric]
         if not chosen:
