@@ -171,3 +171,71 @@ def test_frame_stack_shifts_oldest_out():
     assert stack.stacks[0, 50, 7].tolist() == [20, 30, 40, 50]
     assert stack.stacks[1, 50, 7].tolist() == [30, 40, 50, 10]
     assert not stack.stacks[:, :SCORE_ROWS].any()
+
+
+class _RecordingLibrary:
+    """The two-player emulator's ctypes library, recording what each raw frame plays for both players
+    (and each reset, after which the previous action is NOOP)."""
+
+    def __init__(self, library):
+        self.library, self.played = library, []
+
+    def actMulti(self, obj, actions, rewards):
+        self.played.append((actions[0], actions[1]))
+        return self.library.actMulti(obj, actions, rewards)
+
+    def reset_game(self, obj):
+        self.played.append(None)
+        return self.library.reset_game(obj)
+
+    def __getattr__(self, name):
+        return getattr(self.library, name)
+
+
+def test_sticky_actions_repeat_each_players_previous_action_with_the_stated_probability():
+    env = FastSelfPlayEnv(1, seed=5, sticky_actions=0.25)
+    games = env.games
+    games.lib = recorder = _RecordingLibrary(games.lib)
+    env.reset()
+    rng = np.random.default_rng(0)
+    asked = [None] * len(recorder.played)  # per recorded entry: what the players asked for on that frame
+    for _ in range(2000):
+        actions = rng.integers(0, 6, 2)
+        start = len(recorder.played)
+        env.step(actions)
+        asked += [games.action_map[actions]] * (len(recorder.played) - start)
+    noop = games.action_map[0]
+    repeated, changed = np.zeros(2), np.zeros(2)
+    previous = np.array([noop, noop])
+    for played, wanted in zip(recorder.played, asked):
+        if played is None:  # a reset
+            previous = np.array([noop, noop])
+            continue
+        played = np.array(played)
+        differ = wanted != previous  # frames where repeating and obeying differ
+        changed += differ
+        repeated += differ & (played == previous)
+        assert np.all(played[~differ] == wanted[~differ]) and np.all((played == wanted) | (played == previous))
+        previous = played
+    rates = repeated / changed
+    assert changed.min() > 2000 and np.all(np.abs(rates - 0.25) < 0.03), rates
+    env.close()
+
+
+def test_sticky_two_player_games_replay_with_their_seed_and_differ_from_the_exact_protocol():
+    def play(sticky, seed):
+        env = FastSelfPlayEnv(1, seed=seed, sticky_actions=sticky)
+        obs, _ = env.reset()
+        rng = np.random.default_rng(1)
+        frames = [obs]
+        for _ in range(300):
+            obs, *_ = env.step(rng.integers(0, 6, 2))
+            frames.append(obs)
+        env.close()
+        return np.stack(frames)
+
+    sticky = play(0.25, seed=3)
+    assert np.array_equal(sticky, play(0.25, seed=3))
+    assert not np.array_equal(sticky, play(0.25, seed=4))
+    assert not np.array_equal(sticky, play(0.0, seed=3))
+    assert np.array_equal(play(0.0, seed=3), play(0.0, seed=4)), "without sticky actions the game has no randomness"

@@ -305,8 +305,9 @@ def validate(config) -> None:
     if isinstance(config, PPOConfig):
         if config.algo != "selfplay" and config.game_mode != 4:
             raise PongrlError("--game-mode is for self-play only (against the built-in AI the game is the single-player one)")
-        if config.algo == "selfplay" and config.sticky_actions:
-            raise PongrlError("--sticky-actions is for dqn and ppo so far (the two-player emulator has none yet)")
+        if config.env == "reference" and config.sticky_actions:
+            raise PongrlError("--sticky-actions needs --env fast (PettingZoo's emulator repeats the first player's "
+                              "actions only)")
         if config.algo == "selfplay" and config.num_envs % 2:
             raise PongrlError(f"--num-envs counts players in self-play and must be even, got {config.num_envs}")
         learners = config.num_envs

@@ -136,7 +136,8 @@ def make_env(config, seed: int, num_envs: int | None = None):
         games = num_envs // 2
         if config.env == "reference":
             return two_player.ReferenceSelfPlayEnv(games, seed, max_cycles=config.max_cycles, mode=config.game_mode)
-        return pong_selfplay_v0.vector_env(games, seed, max_cycles=config.max_cycles, game_mode=config.game_mode)
+        return pong_selfplay_v0.vector_env(games, seed, max_cycles=config.max_cycles, game_mode=config.game_mode,
+                                           sticky_actions=config.sticky_actions)
     from pongrl.envs.single import ChannelLastVectorEnv, GameVectorEnv
 
     if config.obs == "seed":  # the C++ vector env has no blue channel: one Python emulator loop per game

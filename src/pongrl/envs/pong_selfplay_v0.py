@@ -134,8 +134,12 @@ def env(max_cycles: int = MAX_CYCLES, game_mode: int = CLASSIC_MODE, render_mode
 
 
 def vector_env(num_games: int, seed: int = 0, max_cycles: int = MAX_CYCLES, game_mode: int = CLASSIC_MODE,
-               num_threads: int = 1) -> FastSelfPlayEnv:
+               num_threads: int = 1, sticky_actions: float = 0.0) -> FastSelfPlayEnv:
     """`num_games` games as one Gymnasium VectorEnv of 2 * num_games players, same-step autoreset:
-    what pongrl's self-play trainer steps (`num_threads` emulator threads)."""
+    what pongrl's self-play trainer steps (`num_threads` emulator threads). `sticky_actions` p repeats
+    each player's previous action on a raw frame with probability p (the ALE v5 protocol, for both)."""
     _check_mode(game_mode)
-    return FastSelfPlayEnv(num_games, seed, max_cycles=max_cycles, num_threads=num_threads, mode=game_mode)
+    if not 0.0 <= sticky_actions < 1.0:
+        raise ValueError(f"sticky_actions must be in [0, 1), got {sticky_actions}")
+    return FastSelfPlayEnv(num_games, seed, max_cycles=max_cycles, num_threads=num_threads, mode=game_mode,
+                           sticky_actions=sticky_actions)

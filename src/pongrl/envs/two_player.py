@@ -385,12 +385,18 @@ class TwoPlayerGames:
     - max over the last two raw frames: across the step boundary when the game ends on a step's
       first frame, and the reset frame alone at a reset;
     - blue, tinyscaler bilinear 84x84, stack 4 (zeros at reset), score rows blanked, mirror.
+
+    `sticky_actions` p > 0 (not in the seed) applies the ALE v5 protocol to both players: on every raw frame
+    each player's previous frame's action is played again with probability p, instead of the one asked
+    for. The emulator's own setting repeats the first player's action only (measured), so pongrl draws
+    them here, per game from a generator seeded with the game's seed; a reset plays NOOP as the previous
+    action, as ALE does.
     """
 
     SLOTS = 1 + FRAME_SKIP  # RGB frames kept per game: the previous step's last + this step's
 
     def __init__(self, num_games: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1, mode: int = CLASSIC_MODE,
-                 autoreset: bool = True):
+                 autoreset: bool = True, sticky_actions: float = 0.0):
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
 
@@ -407,7 +413,10 @@ class TwoPlayerGames:
 
         # ctypes views made once per game: actions, rewards, RAM, and a ring of RGB frames whose
         # slot `self._prev[g]` holds the last frame of the previous step (no copying between steps).
-        self._acts = np.zeros((num_games, 2), np.intc)
+        self._acts = np.zeros((num_games, 2), np.intc)  # what each raw frame plays
+        self.sticky_actions = sticky_actions
+        self._asked = np.zeros((num_games, 2), np.intc)  # what the players asked for this step (sticky actions)
+        self._sticky_rngs = [np.random.default_rng(g) for g in range(num_games)]
         self._rews = np.zeros((num_games, 2), np.intc)
         self._ram = np.zeros((num_games, 128), np.uint8)
         self._rgb = np.zeros((num_games, self.SLOTS, SCREEN_HEIGHT, SCREEN_WIDTH, 3), np.uint8)
@@ -446,6 +455,8 @@ class TwoPlayerGames:
             ale.setInt(b"random_seed", int(seed))
             ale.loadROM(pong_rom_path())
             ale.setMode(self.mode)
+            self._sticky_rngs[g] = np.random.default_rng(int(seed))
+        self._acts[g] = self.action_map[0]
         self.lib.reset_game(self._objs[g])
         self.frames[g] = 0
         self.lib.getScreenRGB(self._objs[g], self._c_rgb[g][self._prev[g]])
@@ -474,7 +485,7 @@ class TwoPlayerGames:
         two frames into the resizer's blue buffer; returns the games that ended. The emulator
         calls release the GIL (ctypes), so worker threads can run this on disjoint games."""
         act, game_over, get_rgb = self.lib.actMulti, self.lib.game_over, self.lib.getScreenRGB
-        slots, blue = self.SLOTS, self.resizer.blue
+        slots, blue, sticky = self.SLOTS, self.resizer.blue, self.sticky_actions
         ended = []
         for g in games:
             obj, c_acts, c_rews, c_rgb = self._objs[g], self._c_acts[g], self._c_rews[g], self._c_rgb[g]
@@ -482,7 +493,13 @@ class TwoPlayerGames:
             fetch_every_frame = self._may_end_early(g)
             reward_first = reward_second = 0
             over = truncated = False
+            if sticky:
+                repeats = self._sticky_rngs[g].random((FRAME_SKIP, 2)) < sticky
+            else:
+                self._acts[g] = self._asked[g]
             for k in range(1, FRAME_SKIP + 1):
+                if sticky:
+                    np.copyto(self._acts[g], self._asked[g], where=~repeats[k - 1])
                 act(obj, c_acts, c_rews)
                 reward_first += c_rews[0]
                 reward_second += c_rews[1]
@@ -516,7 +533,7 @@ class TwoPlayerGames:
         first observation for them (same-step autoreset). Without autoreset, `obs_out` holds their
         last observations and `final_out` is left alone.
         """
-        self._acts[:] = self.action_map[np.asarray(actions).reshape(-1, 2)]
+        self._asked[:] = self.action_map[np.asarray(actions).reshape(-1, 2)]
         outputs = (rewards_out, terminated_out, truncated_out)
         if self._pool is None:
             ended = self._emulate(range(self.num_games), *outputs)
@@ -551,9 +568,9 @@ class FastSelfPlayEnv(_SelfPlayVectorEnv):
     """
 
     def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1,
-                 mode: int = CLASSIC_MODE):
+                 mode: int = CLASSIC_MODE, sticky_actions: float = 0.0):
         super().__init__(num_games, seed, max_cycles)
-        self.games = TwoPlayerGames(num_games, max_cycles, num_threads, mode)
+        self.games = TwoPlayerGames(num_games, max_cycles, num_threads, mode, sticky_actions=sticky_actions)
         self._obs = np.zeros((self.num_agents, FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
