@@ -418,3 +418,44 @@ def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_
         assert main(argv) == 1, argv
         assert message in capsys.readouterr().err, argv
     assert not any(os.path.exists(tmp_path / name) for name in ("b2", "b3", "b4", "b5", "b6"))
+
+
+def test_builtin_games_sit_in_the_self_play_layout_with_the_learner_on_the_right_in_the_cards_view():
+    from pongrl.envs.builtin_mix import BUILTIN_SEED_OFFSET, BuiltinGamesAsPlayers, SelfPlayWithBuiltinEnv
+    from pongrl.envs.single import GameVectorEnv
+    from pongrl.envs.two_player import FastSelfPlayEnv
+
+    env = SelfPlayWithBuiltinEnv(FastSelfPlayEnv(1, seed=4), BuiltinGamesAsPlayers(1, seed=4))
+    alone = GameVectorEnv(1, 4 + BUILTIN_SEED_OFFSET, profile="seed")  # the same game, played on its own
+    obs, _ = env.reset()
+    assert obs.shape == (4, 84, 84, 4) and np.array_equal(obs[2], alone.reset()[0][0]) and not obs[3].any()
+    rng = np.random.default_rng(0)
+    lost, ended_info = 0, None
+    for _ in range(3000):
+        actions = rng.integers(0, 6, 4)
+        obs, rewards, terminated, truncated, info = env.step(actions)
+        expected, reward, *_ = alone.step(actions[2:3])
+        assert np.array_equal(obs[2], expected[0]) and not obs[3].any()
+        assert rewards[2] == reward[0] and rewards[3] == -reward[0]
+        lost += reward[0] < 0
+        if terminated[2]:
+            ended_info = info
+            break
+    assert ended_info is not None, "a random player loses its game to the built-in AI"
+    assert ended_info["_episode"].tolist()[2:] == [True, True]
+    assert ended_info["episode"]["points_lost"][2] == 21 == lost and ended_info["episode"]["points_won"][3] == 21
+    env.close()
+
+
+def test_selfplay_with_builtin_games_trains_resumes_and_branches_into_a_run_without_them(tmp_path, capsys):
+    run_dir = str(tmp_path / "mixed")
+    assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY, "--builtin-fraction", "0.5",
+                 "--sticky-actions", "0.25"]) == 0
+    assert "builtin_fraction: 0.5" in open(os.path.join(run_dir, "config.yaml")).read()
+    assert main(["resume", run_dir, "--extra-steps", "128"]) == 0
+    assert [int(r["env_step"]) for r in rows(run_dir)] == [128, 256, 384] and "return_vs_builtin" in rows(run_dir)[0]
+    plain = str(tmp_path / "plain")
+    assert main(["train", "selfplay", "--run-dir", plain, "--total-steps", "128", *TINY]) == 0
+    branch = str(tmp_path / "branch")
+    assert main(["branch", plain, "--run-dir", branch, "--extra-steps", "128", "--builtin-fraction", "0.5"]) == 0
+    assert "builtin_fraction: 0.5" in open(os.path.join(branch, "config.yaml")).read()

@@ -168,6 +168,7 @@ class PPOConfig:
     share_network: bool = True
     end_gae_at_point: bool = False
     opponent_pool: float = 0.0
+    builtin_fraction: float = 0.0
     pool_size: int = 8
     pool_every: int = 200_000
     pool_play: str = "sample"
@@ -206,6 +207,8 @@ FIELD_HELP.update({
     "share_network": "the critic reuses the actor's torso (one CNN instead of two)",
     "end_gae_at_point": "end the GAE episode at every scored point, as the seed's script does (done or reward != 0)",
     "opponent_pool": "self-play: fraction of games in which a past snapshot of the policy plays one paddle (0 = plain self-play)",
+    "builtin_fraction": "self-play: fraction of games played against the built-in AI on the single-player emulator, "
+                        "the learner on the right paddle in the card's view (0 = none)",
     "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
     "pool_every": "self-play: agent steps between snapshots into the opponent pool",
     "pool_play": "self-play: how the pool's opponents choose their actions, sample (as the learner does) or greedy "
@@ -273,7 +276,7 @@ POSITIVE = {"total_steps", "num_envs", "buffer_size", "train_frequency", "batch_
 NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads", "target_kl", "num_checkpoints",
                 "ent_coef", "vf_coef", "clip_coef"}
 STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
-UNIT_INTERVAL = {"opponent_pool", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
+UNIT_INTERVAL = {"opponent_pool", "builtin_fraction", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
 CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
            "obs": ("standard", "seed"), "network": ("nature", "small"),
            "precision": ("float32", "bfloat16"), "game_mode": (3, 4), "pool_play": ("sample", "greedy")}
@@ -313,21 +316,26 @@ def validate(config) -> None:
         learners = config.num_envs
         if config.pool_play != "sample" and not config.opponent_pool:
             raise PongrlError("--pool-play is how the opponent pool plays: it needs --opponent-pool")
-        if config.opponent_pool:
-            games = config.num_envs // 2
+        games = config.num_envs // 2
+        for flag, fraction in (("--opponent-pool", config.opponent_pool), ("--builtin-fraction", config.builtin_fraction)):
+            if not fraction:
+                continue
             if config.algo != "selfplay":
-                raise PongrlError("--opponent-pool is for self-play only")
-            if pool_game_count(config.opponent_pool, games) == 0:
-                raise PongrlError(f"--opponent-pool {config.opponent_pool} gives no pool game among {games} games")
-            learners -= pool_game_count(config.opponent_pool, games)  # the opponents' steps are not learned from
+                raise PongrlError(f"{flag} is for self-play only")
+            if pool_game_count(fraction, games) == 0:
+                raise PongrlError(f"{flag} {fraction} gives no such game among {games} games")
+            learners -= pool_game_count(fraction, games)  # the opponents' steps are not learned from
+        if pool_game_count(config.opponent_pool, games) + pool_game_count(config.builtin_fraction, games) > games:
+            raise PongrlError(f"--opponent-pool and --builtin-fraction ask for more than the {games} games together")
         if (learners * config.num_steps) % config.num_minibatches:
             raise PongrlError("--num-minibatches must divide the learned steps of a rollout "
                               "(--num-envs x --num-steps, less the pool opponents' steps)")
 
 
-def pool_game_count(opponent_pool: float, num_games: int) -> int:
-    """How many of a self-play run's games are played against the opponent pool (pongrl.opponents)."""
-    return int(round(opponent_pool * num_games))
+def pool_game_count(fraction: float, num_games: int) -> int:
+    """How many of a self-play run's games are played against the opponent pool (pongrl.opponents), or
+    against the built-in AI (pongrl.envs.builtin_mix), given the fraction asked for."""
+    return int(round(fraction * num_games))
 
 
 def to_dict(config) -> dict[str, Any]:

@@ -22,7 +22,9 @@ import numpy as np
 import torch
 
 from pongrl.checkpoint import save_checkpoint
+from pongrl.config import pool_game_count
 from pongrl.distributed import World, init_world, split_envs
+from pongrl.envs.builtin_mix import builtin_game_entries
 from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic
 from pongrl.learner import LearnerState, make_adam, start_learner
@@ -38,6 +40,7 @@ METRIC_COLUMNS = [
     "serve_penalties", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
     "learning_rate", "steps_per_second", *PhaseClock.COLUMNS, "eval_mean_return", "eval_std_return",
     "return_first_0", "return_second_0", "eval_sampled_mean_return", "eval_sampled_std_return", "return_vs_pool",
+    "return_vs_builtin",
 ]
 
 
@@ -132,12 +135,20 @@ def make_env(config, seed: int, num_envs: int | None = None):
     num_envs = num_envs or config.num_envs
     if config.algo == "selfplay":  # the public Gymnasium vector env (or the card's own chain)
         from pongrl.envs import pong_selfplay_v0, two_player
+        from pongrl.envs.builtin_mix import BuiltinGamesAsPlayers, SelfPlayWithBuiltinEnv
 
         games = num_envs // 2
-        if config.env == "reference":
-            return two_player.ReferenceSelfPlayEnv(games, seed, max_cycles=config.max_cycles, mode=config.game_mode)
-        return pong_selfplay_v0.vector_env(games, seed, max_cycles=config.max_cycles, game_mode=config.game_mode,
-                                           sticky_actions=config.sticky_actions)
+        builtin_games = pool_game_count(config.builtin_fraction, games)
+        self_play_games, self_play = games - builtin_games, None
+        if self_play_games and config.env == "reference":
+            self_play = two_player.ReferenceSelfPlayEnv(self_play_games, seed, max_cycles=config.max_cycles,
+                                                        mode=config.game_mode)
+        elif self_play_games:
+            self_play = pong_selfplay_v0.vector_env(self_play_games, seed, max_cycles=config.max_cycles,
+                                                    game_mode=config.game_mode, sticky_actions=config.sticky_actions)
+        if not builtin_games:
+            return self_play
+        return SelfPlayWithBuiltinEnv(self_play, BuiltinGamesAsPlayers(builtin_games, seed, config.sticky_actions))
     from pongrl.envs.single import ChannelLastVectorEnv, GameVectorEnv
 
     if config.obs == "seed":  # the C++ vector env has no blue channel: one Python emulator loop per game
@@ -192,11 +203,13 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     # process; it starts from rank 0's weights and samples from its own random streams.
     world = init_world(device)
     pool = state.opponent_pool
-    if pool and world.active:
-        raise PongrlError("--opponent-pool runs in one process only, not under torchrun")
+    builtin_games = pool_game_count(config.builtin_fraction, config.num_envs // 2) if config.algo == "selfplay" else 0
+    if (pool or builtin_games) and world.active:
+        raise PongrlError("--opponent-pool and --builtin-fraction run in one process only, not under torchrun")
     n, horizon = split_envs(config, world), config.num_steps
-    # The entries the update learns from: every player, except the pool opponents in their games.
+    # The entries the update learns from: every player, except the pool opponents and the built-in AI in their games.
     learner = pool.learner_mask(n) if pool else np.ones(n, bool)
+    learner[builtin_game_entries(n // 2, builtin_games)] = False
     learners = torch.from_numpy(np.flatnonzero(learner))
     world.broadcast_module(agent)
     if world.rank:
@@ -219,12 +232,16 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     points = {"won": 0, "lost": 0, "serve_penalties": 0}
     recent_by_player = (deque(maxlen=RECENT_EPISODES), deque(maxlen=RECENT_EPISODES))
     recent_vs_pool = deque(maxlen=RECENT_EPISODES)
+    recent_vs_builtin = deque(maxlen=RECENT_EPISODES)
+    first_builtin_game = n // 2 - builtin_games
 
     def track_episodes(reward: np.ndarray, episode_end: np.ndarray, info: dict) -> None:
         """Count points and finished games. The two-player env reports each game's true score in
         info["episode"] (its rewards also carry serve penalties); against the built-in AI the reward
         is the true score change itself."""
-        if "episode" in info:
+        if config.algo == "selfplay":
+            if "episode" not in info:  # no game ended this step: its points are counted when it does
+                return
             results = info["episode"]
             finished = np.flatnonzero(info["_episode"])
             finished = finished[learner[finished]]  # a pool opponent's games are not the learner's
@@ -246,6 +263,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         for index, score in zip(finished, scores):
             if pool and index // 2 < pool.pool_games:
                 recent_vs_pool.append(float(score))
+            elif builtin_games and index // 2 >= first_builtin_game:
+                recent_vs_builtin.append(float(score))
             else:
                 recent_by_player[index % 2].append(float(score))
         state.recent_lengths.extend(int(length) for length in lengths)
@@ -337,6 +356,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                            for name, recent in zip(PLAYERS, recent_by_player)} if config.algo == "selfplay" else {}),
                        # the learner's mean score against its past snapshots (above zero while it improves on them)
                        "return_vs_pool": float(np.mean(recent_vs_pool)) if recent_vs_pool else None,
+                       # the learner's mean score in its games against the built-in AI (--builtin-fraction)
+                       "return_vs_builtin": float(np.mean(recent_vs_builtin)) if recent_vs_builtin else None,
                        "points_won": points["won"], "points_lost": points["lost"],
                        "serve_penalties": points["serve_penalties"], "learning_rate": learning_rate,
                        **phases.row(),
