@@ -5,13 +5,15 @@
     python benchmarks/zoo_entry.py RUN/checkpoints/step_000000250112.pt --name selfplay-small-0250k \
         --series selfplay-small --float16 --trained-with "pongrl train selfplay ..."
 
+    python benchmarks/zoo_entry.py --rescore NAME     # score a shipped agent's file again, weights unchanged
+
 Writes src/pongrl/zoo_agents/NAME.safetensors (the playing network, float32, or float16 with --float16)
 and NAME.json: algorithm,
 network, observation profile, env steps, the training command, and two scores against the built-in AI
-measured on the shipped file itself, each with the command that replays it:
+measured on the shipped file itself (pongrl.evaluate.evaluate_protocols), with the command that replays them:
 - greedy from each of the protocol's 31 no-op starts (exact: the emulator is deterministic; a test
-  replays it and checks every start's score);
-- 31 games under sticky actions 0.25, seed 0 (the ALE v5 protocol: a held-out test).
+  replays it and checks every start's score), with how many distinct games they were;
+- 100 greedy games under sticky actions 0.25, seed 0 (the ALE v5 protocol), with the 95% interval.
 """
 import argparse
 import hashlib
@@ -25,22 +27,47 @@ from pongrl import zoo
 from pongrl.agent import load_agent, playing_weights, save_safetensors_agent
 from pongrl.checkpoint import atomic_write_bytes, load_checkpoint, resolve
 from pongrl.errors import PongrlError
-from pongrl.evaluate import evaluate_agent, evaluate_every_start, summarize
+from pongrl.evaluate import STICKY_GAMES, evaluate_protocols
 from pongrl.nets import is_shared_torso, torso_kind
 
-STICKY, STICKY_GAMES, STICKY_SEED = 0.25, 31, 0
+STICKY_SEED = 0
+
+
+def scores(spec: str) -> dict:
+    """Both protocols' scores of a shipped agent, each with the command that replays it."""
+    result = evaluate_protocols(load_agent(spec), STICKY_GAMES, STICKY_SEED)  # the shipped file, as a user loads it
+    return {"every_start": {**result["exact"], "command": f"pongrl eval {spec} --every-start"},  # scores by start
+            "sticky_actions": {**result["sticky"],
+                               "command": f"pongrl eval {spec} --sticky-actions {result['sticky']['probability']} "
+                                          f"--episodes {STICKY_GAMES} --seed {STICKY_SEED}"}}
+
+
+def rescore(name: str) -> None:
+    card = zoo.card(name)
+    card["scores"] = scores(zoo.PREFIX + name)
+    atomic_write_bytes(os.path.join(zoo.FOLDER, name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
+    print(f"{zoo.PREFIX}{name}: exact {card['scores']['every_start']['mean']:+.2f} "
+          f"({card['scores']['every_start']['distinct_games']} distinct games), sticky "
+          f"{card['scores']['sticky_actions']['mean']:+.2f} {card['scores']['sticky_actions']['ci95']}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint", help="a pongrl checkpoint (or run directory: its latest)")
-    parser.add_argument("--name", required=True, help="zoo name: letters, digits, '-' and '_'")
-    parser.add_argument("--trained-with", required=True, help="the command that trained the run")
+    parser.add_argument("checkpoint", nargs="?", help="a pongrl checkpoint (or run directory: its latest)")
+    parser.add_argument("--rescore", metavar="NAME", nargs="+", help="score these shipped agents again (no checkpoint)")
+    parser.add_argument("--name", help="zoo name: letters, digits, '-' and '_'")
+    parser.add_argument("--trained-with", help="the command that trained the run")
     parser.add_argument("--note", default="", help="anything a user should know (a spliced run, the seed, ...)")
     parser.add_argument("--series", default=None,
                         help="the checkpoints of one run across training, for `pongrl probe across zoo:SERIES-*`")
     parser.add_argument("--float16", action="store_true", help="store the weights as float16 (half the size)")
     args = parser.parse_args()
+    if args.rescore:
+        for name in args.rescore:
+            rescore(name)
+        return
+    if not (args.checkpoint and args.name and args.trained_with):
+        sys.exit("zoo_entry.py: give CHECKPOINT --name NAME --trained-with '...' (or --rescore NAME...)")
     if not args.name.replace("-", "").replace("_", "").isalnum():
         sys.exit(f"zoo_entry.py: bad name {args.name!r}")
     try:
@@ -55,9 +82,6 @@ def main():
     save_safetensors_agent(weights_file, weights, algo, step, profile, torch.float16 if args.float16 else None)
 
     spec = zoo.PREFIX + args.name
-    agent = load_agent(spec)  # score the shipped file, as a user loads it
-    exact = evaluate_every_start(agent)
-    sticky = evaluate_agent(agent, STICKY_GAMES, STICKY_SEED, sticky_actions=STICKY)
     with open(weights_file, "rb") as handle:
         sha256 = hashlib.sha256(handle.read()).hexdigest()
     card = {
@@ -67,12 +91,7 @@ def main():
         **({"series": args.series} if args.series else {}),
         "trained_with": args.trained_with, "source_checkpoint": os.path.basename(source), "note": args.note,
         "sha256": sha256,
-        "scores": {
-            "every_start": {**summarize(exact), "command": f"pongrl eval {spec} --every-start"},  # scores by start
-            "sticky_actions": {**summarize(sticky), "probability": STICKY, "seed": STICKY_SEED,
-                               "command": f"pongrl eval {spec} --sticky-actions {STICKY} --episodes {STICKY_GAMES} "
-                                          f"--seed {STICKY_SEED}"},
-        },
+        "scores": scores(spec),
     }
     atomic_write_bytes(os.path.join(zoo.FOLDER, args.name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
     print(f"{spec}: {algo} at {step:,} env steps, exact {card['scores']['every_start']['mean']:+.2f}, "

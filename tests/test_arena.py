@@ -151,6 +151,14 @@ def test_tiny_league_caches_matches_and_adds_only_new_pairs(ppo_run, tmp_path, c
         rows = handle.read().splitlines()
     assert len(rows) == 5 and "built-in AI" in "".join(rows)
     assert open(os.path.join(out, "ratings.png"), "rb").read(4) == b"\x89PNG"
+    # The games against the built-in AI under the ALE v5 protocol: those pairs play again, the others stay cached.
+    code, _, err = run(["league", ppo_run, "--include-builtin", "--sticky-actions", "0.25", *flags], capsys)
+    assert code == 0 and "6 pairs, 3 cached, 3 to play" in err, err
+    with open(os.path.join(out, "matches.jsonl")) as handle:
+        keys = [json.loads(line)["key"] for line in handle]
+    assert sum("sticky_actions=0.25" in key for key in keys) == 3 and all("builtin" in k for k in keys if "sticky" in k)
+    code, _, err = run(["league", ppo_run, "--sticky-actions", "0.25", *flags], capsys)
+    assert code == 1 and "needs --include-builtin" in err and err.count("\n") == 1
     assert "| rank | player |" in stdout
     png = str(tmp_path / "plot.png")
     assert run(["plot", out, "--out", png], capsys)[0] == 0

@@ -351,3 +351,29 @@ def test_training_refuses_a_sticky_probability_outside_the_unit_interval(tmp_pat
     code, _, err = run([*args, "--run-dir", str(run_dir)], capsys)
     assert code in (1, 2) and message in err and err.count("\n") == 1
     assert not run_dir.exists(), "nothing is written"
+
+
+def test_eval_reports_both_protocols_with_distinct_games_and_an_interval(trained_run, capsys):
+    code, out, err = run(["eval", trained_run, "--protocols", "--episodes", "4", "--json", "--torch-threads", "1"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    exact, sticky = result["exact"], result["sticky"]
+    assert exact["games"] == 31 and 1 <= exact["distinct_games"] <= 31
+    assert sticky["games"] == 4 and sticky["probability"] == 0.25
+    low, high = sticky["ci95"]
+    assert low <= sticky["mean"] <= high
+    code, out, err = run(["eval", trained_run, "--protocols", "--episodes", "4", "--torch-threads", "1"], capsys)
+    assert code == 0 and "exact protocol:" in out and "distinct games" in out and "95% interval" in out
+    code, out, err = run(["eval", trained_run, "--protocols", "--sticky-actions", "0.25"], capsys)
+    assert code == 1 and "--protocols" in err and err.count("\n") == 1
+
+
+def test_summaries_count_distinct_games_and_give_an_interval_that_can_miss():
+    from pongrl.evaluate import summarize
+
+    games = [{"score": s, "fingerprint": f} for s, f in ((10, "a"), (12, "b"), (10, "a"), (14, "c"))]
+    summary = summarize(games)
+    assert summary["distinct_games"] == 3
+    low, high = summary["ci95"]
+    assert low < 11.5 < high and high - low == pytest.approx(2 * 3.182446 * np.std([10, 12, 10, 14], ddof=1) / 2, rel=1e-5)
+    assert summarize(games[:1])["ci95"] is None

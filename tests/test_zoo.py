@@ -260,3 +260,16 @@ def test_export_and_card_take_every_agent_spec_and_refuse_what_they_cannot_write
     exported = load_agent(str(card_dir / "model.safetensors"))
     np.testing.assert_array_equal(exported.act(OBS_STANDARD), load_agent("zoo:ppo").act(OBS_STANDARD))
     assert not (card_dir / "config.yaml").exists(), "a zoo agent's file records no config.yaml to copy"
+
+
+def test_the_zoos_best_agent_is_the_best_under_sticky_actions(tmp_path, monkeypatch):
+    monkeypatch.setattr(zoo, "FOLDER", str(tmp_path))
+    for name, exact, sticky in (("memorizer", 20.5, 2.0), ("robust", 18.5, 17.0), ("unscored", 21.0, None)):
+        (tmp_path / f"{name}.safetensors").write_bytes(b"")
+        scores = {"every_start": {"mean": exact, "distinct_games": 4}}
+        if sticky is not None:
+            scores["sticky_actions"] = {"mean": sticky, "ci95": [sticky - 1, sticky + 1], "games": 100}
+        (tmp_path / f"{name}.json").write_text(json.dumps({"algo": "dqn", "env_step": 1, "scores": scores}))
+    assert zoo.best() == "zoo:robust"
+    table = zoo.format_listing(zoo.listing())
+    assert "+16.0..+18.0" in table and "distinct" in table

@@ -206,6 +206,10 @@ def build_parser() -> Parser:
     evaluate.add_argument("--every-start", action="store_true",
                           help="greedy play, one game from each of the protocol's 31 starts (0-30 no-op frames): "
                                "the emulator is deterministic, so their mean is the exact expected score")
+    evaluate.add_argument("--protocols", action="store_true",
+                          help="both protocols against the built-in AI: exact (greedy from each of the 31 starts, "
+                               "with how many distinct games they were) and sticky actions 0.25 over --episodes "
+                               "greedy games (default 100) with the 95%% interval of the mean")
     _add_sticky_actions(evaluate)
     _add_two_agent_rules(evaluate)
     _add_torch_threads(evaluate)
@@ -224,6 +228,9 @@ def build_parser() -> Parser:
                              "zoo:NAME (zoo:* for every shipped agent) and hf://OWNER/REPO/FILE")
     league.add_argument("--games-per-pair", type=_positive_int, default=4, help="games per pair, sides alternating (default 4)")
     league.add_argument("--include-builtin", action="store_true", help="the built-in AI plays too, as the rating anchor (0)")
+    league.add_argument("--sticky-actions", type=_float, default=0.0, metavar="P",
+                        help="the games against the built-in AI are played with sticky actions P (0.25: the ALE v5 "
+                             "protocol; default 0, the exact protocol); games between agents are not affected")
     league.add_argument("--out", help="folder for matches.jsonl, ratings.csv/.md and ratings.png "
                                       "(default FIRST_RUN/league)")
     league.add_argument("--schedule", choices=("auto", "all", "neighbours"), default="auto",
@@ -253,7 +260,7 @@ def build_parser() -> Parser:
 
     play = commands.add_parser("play", help="play Pong against an agent in the browser, or watch agents play")
     play.add_argument("agent", metavar="AGENT", nargs="?", default=None,
-                      help=AGENT_HELP + " (default: the zoo agent with the best exact score)")
+                      help=AGENT_HELP + " (default: the zoo agent with the best score under sticky actions)")
     play.add_argument("--opponent", default=None,
                       help="builtin or an AGENT to watch AGENT play against (default: you, with the keyboard)")
     play.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
@@ -417,9 +424,18 @@ def cmd_eval(args) -> int:
         if clash:
             raise PongrlError(f"--every-start plays greedy games against the built-in AI, one per start; "
                               f"it does not take {', '.join(clash)}")
+    if args.protocols:
+        clash = [flag for flag, given in (("--every-start", args.every_start), ("--sample", args.sample),
+                                          ("--epsilon", args.epsilon > 0), ("--opponent", not against_builtin),
+                                          ("--sticky-actions", args.sticky_actions > 0)) if given]
+        if clash:
+            raise PongrlError(f"--protocols plays greedy games against the built-in AI under both protocols; "
+                              f"it does not take {', '.join(clash)}")
     if against_builtin:
         from pongrl.arena import refuse_game_mode_against_builtin
         refuse_game_mode_against_builtin(args.game_mode)
+    if args.protocols:
+        return _eval_protocols(args)
     episodes = args.episodes or 10
     if not against_builtin or args.sample:
         args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, episodes, MAX_FRAMES
@@ -449,6 +465,21 @@ def cmd_eval(args) -> int:
         sticky = f", sticky actions {args.sticky_actions:g}" if args.sticky_actions else ""
         print(f"{agent.name} (step {agent.env_step}): mean score {summary['mean']:+.2f} +- {summary['std']:.2f} "
               f"over {summary['games']} games against the built-in AI{sticky}")
+    return 0
+
+
+def _eval_protocols(args) -> int:
+    from pongrl.agent import load_agent
+    from pongrl.evaluate import STICKY_GAMES, describe_protocols, evaluate_protocols
+
+    agent = load_agent(args.checkpoint)
+    result = evaluate_protocols(agent, args.episodes or STICKY_GAMES, args.seed)
+    if args.json:
+        print(json.dumps({"checkpoint": agent.name, "env_step": agent.env_step, **result}))
+        return 0
+    print(f"{agent.name} (step {agent.env_step}) against the built-in AI, greedy:")
+    for line in describe_protocols(result):
+        print("  " + line)
     return 0
 
 
@@ -485,6 +516,10 @@ def cmd_league(args) -> int:
     from pongrl import league
     from pongrl.media import plot_league
 
+    if not 0.0 <= args.sticky_actions < 1.0:
+        raise PongrlError(f"--sticky-actions must be in [0, 1), got {args.sticky_actions}")
+    if args.sticky_actions and not args.include_builtin:
+        raise PongrlError("--sticky-actions is the protocol of the games against the built-in AI: it needs --include-builtin")
     entrants = league.collect_entrants(args.inputs, args.include_builtin)
     out = args.out
     if out is None:
@@ -495,7 +530,7 @@ def cmd_league(args) -> int:
     pairs = league.schedule(entrants, args.schedule)
     records = league.play_league(entrants, pairs, out, args.games_per_pair, args.seed, args.sample, args.max_frames,
                                  args.workers, show_progress=sys.stderr.isatty(), serve_assist=args.serve_assist,
-                                 game_mode=args.game_mode)
+                                 game_mode=args.game_mode, sticky_actions=args.sticky_actions)
     rows = league.ratings_table(entrants, records)
     csv_path, md_path = league.write_tables(rows, out)
     png = os.path.join(out, "ratings.png")

@@ -1,6 +1,10 @@
-"""Whole games against the built-in AI, scored with the true game score (-21..21)."""
+"""Whole games against the built-in AI, scored with the true game score (-21..21), under both protocols:
+exact (the seeds' deterministic emulator: greedy play from each of the 31 no-op starts gives the exact expected
+score, and a policy may win it by repeating a few memorized games) and sticky actions 0.25 (the ALE v5
+protocol the field compares on: every game differs, so it is estimated from many games, with its interval)."""
 from __future__ import annotations
 
+import hashlib
 from typing import Callable
 
 import numpy as np
@@ -10,6 +14,8 @@ from pongrl.envs.single import NOOP_MAX, GameVectorEnv
 from pongrl.errors import PongrlError
 
 MAX_PARALLEL_GAMES = 8
+STICKY_PROTOCOL = 0.25  # the ALE v5 protocol's sticky-action probability (Machado et al. 2018)
+STICKY_GAMES = 100  # games of a sticky score: the 95% interval of a +19 agent is then about +-0.3 points
 
 
 def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int, profile: str = "standard",
@@ -18,7 +24,8 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
     paddle against the built-in AI, showing the agent its observation `profile`. Each emulator plays
     a fixed quota of games, so short games do not crowd out long ones. With `starts` (no-op frame
     counts; `episodes` must be their number), plays one game from each start, in that order. Returns
-    one dict per game: score, points won and lost, length (and the start, when given).
+    one dict per game: score, points won and lost, length, a fingerprint of the agent's actions (two
+    games with the same one are the same game on the deterministic protocol), and the start, when given.
     `sticky_actions` > 0 makes the emulator repeat the previous action on a frame with that
     probability (the ALE v5 protocol uses 0.25): a held-out test of a policy that the deterministic
     protocol lets fall into one repeated winning pattern."""
@@ -46,34 +53,50 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
         lost = np.zeros(num_envs, np.int64)
         length = np.zeros(num_envs, np.int64)
         games: list[list[dict]] = [[] for _ in range(num_envs)]
+        actions_seen = [hashlib.sha256() for _ in range(num_envs)]
         while any(len(games[i]) < quota[i] for i in range(num_envs)):
-            obs, reward, terminated, truncated, _ = env.step(np.asarray(act(obs), dtype=np.int64))
+            actions = np.asarray(act(obs), dtype=np.int64)
+            for i in range(num_envs):
+                actions_seen[i].update(actions[i].tobytes())
+            obs, reward, terminated, truncated, _ = env.step(actions)
             won += reward > 0
             lost += reward < 0
             length += 1
             for i in np.flatnonzero(terminated | truncated):
                 if len(games[i]) < quota[i]:
                     game = {"score": int(won[i] - lost[i]), "points_won": int(won[i]), "points_lost": int(lost[i]),
-                            "length": int(length[i]), "truncated": bool(truncated[i])}
+                            "length": int(length[i]), "truncated": bool(truncated[i]),
+                            "fingerprint": actions_seen[i].hexdigest()[:16]}
                     if env_starts is not None:
                         game["start_noop_frames"] = int(env_starts[i][len(games[i])])
                     games[i].append(game)
                 won[i] = lost[i] = length[i] = 0
+                actions_seen[i] = hashlib.sha256()
     finally:
         env.close()
     return [game for env_games in games for game in env_games]
 
 
 def summarize(games: list[dict]) -> dict:
+    """Mean, spread, the 95% interval of the mean (Student's t; a single game has none) and how many of
+    the games were distinct (by the agent's actions, where recorded)."""
+    from scipy import stats
+
     scores = np.array([g["score"] for g in games], np.float64)
-    return {
+    half_width = float(stats.t.ppf(0.975, len(scores) - 1) * scores.std(ddof=1) / np.sqrt(len(scores))) \
+        if len(scores) > 1 else None
+    summary = {
         "games": len(games),
         "mean": float(scores.mean()),
         "std": float(scores.std()),
+        "ci95": None if half_width is None else [float(scores.mean() - half_width), float(scores.mean() + half_width)],
         "min": int(scores.min()),
         "max": int(scores.max()),
         "scores": [int(s) for s in scores],
     }
+    if all("fingerprint" in g for g in games):
+        summary["distinct_games"] = len({g["fingerprint"] for g in games})
+    return summary
 
 
 def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0, sample: bool = False,
@@ -93,3 +116,24 @@ def evaluate_every_start(agent, seed: int = 0) -> list[dict]:
     emulators, which must not change any game (a test checks that)."""
     starts = list(range(NOOP_MAX + 1))
     return play_games(lambda obs: agent.act(obs), len(starts), seed, agent.obs_profile, starts=starts)
+
+
+def evaluate_protocols(agent, sticky_games: int = STICKY_GAMES, seed: int = 0) -> dict:
+    """An agent's score against the built-in AI under both protocols: "exact" (greedy from each of the 31
+    starts, with how many distinct games they were) and "sticky" (`sticky_games` greedy games under sticky
+    actions 0.25 from seed `seed`, with the 95% interval of the mean)."""
+    exact = summarize(evaluate_every_start(agent))
+    sticky = {**summarize(evaluate_agent(agent, sticky_games, seed, sticky_actions=STICKY_PROTOCOL)),
+              "probability": STICKY_PROTOCOL, "seed": seed}
+    return {"exact": exact, "sticky": sticky}
+
+
+def describe_protocols(result: dict) -> list[str]:
+    """The two scores of `evaluate_protocols` in words, a line each."""
+    exact, sticky = result["exact"], result["sticky"]
+    won = sum(score > 0 for score in exact["scores"])
+    low, high = sticky["ci95"]
+    return [f"exact protocol: {exact['mean']:+.2f} over all {exact['games']} starts ({won} won; "
+            f"{exact['distinct_games']} distinct games)",
+            f"sticky actions {sticky['probability']:g}: {sticky['mean']:+.2f} over {sticky['games']} games "
+            f"(95% interval {low:+.2f}..{high:+.2f}; seed {sticky['seed']})"]

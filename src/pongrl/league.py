@@ -104,16 +104,22 @@ def schedule(entrants: list[Entrant], mode: str) -> list[tuple[int, int]]:
 
 
 def match_key(first: str, second: str, seed: int, games: int, sample: bool, max_frames: int,
-              serve_assist: bool = False, game_mode: int = CLASSIC_MODE) -> str:
+              serve_assist: bool = False, game_mode: int = CLASSIC_MODE, sticky_actions: float = 0.0) -> str:
     # Settings at their old defaults add nothing, so keys cached before those settings existed stay valid.
     key = f"{first}|{second}|seed={seed}|games={games}|sample={int(sample)}|max_frames={max_frames}"
     key += "|serve_assist=1" if serve_assist else ""
+    key += f"|sticky_actions={sticky_actions:g}" if _sticky_for(first, second, sticky_actions) else ""
     return key + (f"|game_mode={game_mode}" if _mode_for(first, second, game_mode) != CLASSIC_MODE else "")
 
 
 def _mode_for(first: str, second: str, game_mode: int) -> int:
     """The two-player variation a pair plays: a game against the built-in AI is the single-player one."""
     return CLASSIC_MODE if BUILTIN in (first, second) else game_mode
+
+
+def _sticky_for(first: str, second: str, sticky_actions: float) -> float:
+    """The sticky-action probability a pair plays with: the protocol of the games against the built-in AI."""
+    return sticky_actions if BUILTIN in (first, second) else 0.0
 
 
 def read_cache(path: str) -> dict[str, dict]:
@@ -140,26 +146,28 @@ def _init_worker() -> None:
 
 
 def _play_pair(first_path: str, second_path: str, games: int, seed: int, sample: bool, max_frames: int,
-               serve_assist: bool, game_mode: int) -> list[dict]:
+               serve_assist: bool, game_mode: int, sticky_actions: float) -> list[dict]:
     players = []
     for path in (first_path, second_path):
         if path not in _WORKER_PLAYERS:
             _WORKER_PLAYERS[path] = load_player(path)
         players.append(_WORKER_PLAYERS[path])
     mode = _mode_for(players[0].sha256, players[1].sha256, game_mode)
-    return play_match(players[0], players[1], games, seed, sample, max_frames, serve_assist, game_mode=mode)
+    sticky = _sticky_for(players[0].sha256, players[1].sha256, sticky_actions)
+    return play_match(players[0], players[1], games, seed, sample, max_frames, serve_assist, sticky, mode)
 
 
 def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: str, games: int, seed: int,
                 sample: bool, max_frames: int, workers: int, show_progress: bool = True,
-                serve_assist: bool = False, game_mode: int = CLASSIC_MODE) -> list[dict]:
+                serve_assist: bool = False, game_mode: int = CLASSIC_MODE, sticky_actions: float = 0.0) -> list[dict]:
     """Play the pairs not in the cache, appending each finished match; returns all the pairs' records.
-    Pairs of two agents play the two-player variation `game_mode`; the built-in AI, the single-player game."""
+    Pairs of two agents play the two-player variation `game_mode`; the built-in AI, the single-player game,
+    under `sticky_actions` (0.25: the ALE v5 protocol)."""
     os.makedirs(out_dir, exist_ok=True)
     cache_path = os.path.join(out_dir, "matches.jsonl")
     cache = read_cache(cache_path)
     keys = {pair: match_key(entrants[pair[0]].key, entrants[pair[1]].key, seed, games, sample, max_frames, serve_assist,
-                            game_mode) for pair in pairs}
+                            game_mode, sticky_actions) for pair in pairs}
     todo = [pair for pair in pairs if keys[pair] not in cache]
     print(f"pongrl: league of {len(entrants)} players: {len(pairs)} pairs, {len(pairs) - len(todo)} cached, "
           f"{len(todo)} to play ({games} games each)", file=sys.stderr)
@@ -170,7 +178,7 @@ def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: 
         with open(cache_path, "a") as handle, ProcessPoolExecutor(
                 max_workers=max(1, min(workers, len(todo))), mp_context=get_context("spawn"), initializer=_init_worker) as pool:
             futures = {pool.submit(_play_pair, entrants[i].path, entrants[j].path, games, seed, sample, max_frames,
-                                   serve_assist, game_mode): (i, j) for i, j in todo}
+                                   serve_assist, game_mode, sticky_actions): (i, j) for i, j in todo}
             try:
                 for future in as_completed(futures):
                     i, j = futures[future]

@@ -64,7 +64,10 @@ def listing() -> list[dict]:
         rows.append({"name": PREFIX + name, "series": entry.get("series"), "algo": entry.get("algo"), "network": entry.get("network"),
                      "share_network": entry.get("share_network"), "env_step": entry.get("env_step"),
                      "exact": scores.get("every_start", {}).get("mean"),
+                     "exact_distinct_games": scores.get("every_start", {}).get("distinct_games"),
                      "sticky": scores.get("sticky_actions", {}).get("mean"),
+                     "sticky_ci95": scores.get("sticky_actions", {}).get("ci95"),
+                     "sticky_games": scores.get("sticky_actions", {}).get("games"),
                      "megabytes": round(os.path.getsize(os.path.join(FOLDER, name + ".safetensors")) / 2**20, 1)})
     return rows
 
@@ -77,18 +80,24 @@ def format_listing(rows: list[dict]) -> str:
     def score(value):
         return "-" if value is None else f"{value:+.2f}"
 
-    lines = [f"{'agent':<24} {'algorithm':<10} {'env steps':>10} {'exact (31 starts)':>18} {'sticky 0.25':>12} {'MiB':>5}"]
+    lines = [f"{'agent':<24} {'algorithm':<10} {'env steps':>10} {'exact (31 starts)':>17} {'distinct':>8} "
+             f"{'sticky 0.25':>11} {'95% interval':>15} {'MiB':>5}"]
     for row in rows:
-        lines.append(f"{row['name']:<24} {row['algo']:<10} {row['env_step']:>10,} {score(row['exact']):>18} "
-                     f"{score(row['sticky']):>12} {row['megabytes']:>5}")
-    lines.append("scores: mean against the built-in AI; exact = greedy from each of the 31 no-op starts "
-                 "(pongrl eval zoo:NAME --every-start), sticky = 31 games with sticky actions 0.25, seed 0")
+        interval = "-" if not row["sticky_ci95"] else f"{row['sticky_ci95'][0]:+.1f}..{row['sticky_ci95'][1]:+.1f}"
+        distinct = "-" if row["exact_distinct_games"] is None else str(row["exact_distinct_games"])
+        lines.append(f"{row['name']:<24} {row['algo']:<10} {row['env_step']:>10,} {score(row['exact']):>17} "
+                     f"{distinct:>8} {score(row['sticky']):>11} {interval:>15} {row['megabytes']:>5}")
+    lines.append("scores: mean against the built-in AI, greedy; exact = from each of the 31 no-op starts on the "
+                 "deterministic emulator (pongrl eval zoo:NAME --every-start), distinct = how many different games "
+                 "those were; sticky = games under sticky actions 0.25 (the ALE v5 protocol), seed 0, with the 95% "
+                 "interval of the mean (pongrl eval zoo:NAME --protocols plays both)")
     return "\n".join(lines)
 
 
 def best() -> str:
-    """The shipped agent with the best exact score against the built-in AI."""
-    rows = [row for row in listing() if row["exact"] is not None]
+    """The shipped agent with the best score against the built-in AI under sticky actions (the protocol on
+    which a memorized game does not help), the exact score breaking ties."""
+    rows = [row for row in listing() if row["sticky"] is not None]
     if not rows:
         raise PongrlError("the zoo is empty: name an agent to play against")
-    return max(rows, key=lambda row: row["exact"])["name"]
+    return max(rows, key=lambda row: (row["sticky"], row["exact"] or 0.0))["name"]
