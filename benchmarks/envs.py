@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from pongrl.envs import pong_selfplay_v0
-from pongrl.envs.two_player import NUM_ACTIONS, PLAYERS, ReferenceSelfPlayEnv
+from pongrl.envs.two_player import ReferenceSelfPlayEnv
+from pongrl.game import NUM_ACTIONS, PLAYERS
 
 WARMUP_STEPS = 20
 

@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 from pongrl.config import CHOICES  # noqa: E402
-from pongrl.envs.match import BALL_ACROSS_RAM  # noqa: E402
-from pongrl.envs.two_player import CLASSIC_MODE  # noqa: E402
+from pongrl.game import RAM_BALL_X  # noqa: E402
+from pongrl.game import CLASSIC_MODE  # noqa: E402
 from pongrl.errors import PongrlError  # noqa: E402
 
 FRAMES_PER_STEP = 4
@@ -36,10 +36,10 @@ MAX_FLIGHT_STEP = 20  # pixels in one step; more is a reset, not flight
 def tally(read_rams, step, obs, steps: int, sample) -> collections.Counter:
     """Counter of (direction "left" or "right", speed in px per frame) over `steps` steps of a vector env."""
     counts: collections.Counter = collections.Counter()
-    previous = [int(ram[BALL_ACROSS_RAM]) for ram in read_rams()]
+    previous = [int(ram[RAM_BALL_X]) for ram in read_rams()]
     for _ in range(steps):
         obs = step(sample(obs))
-        current = [int(ram[BALL_ACROSS_RAM]) for ram in read_rams()]
+        current = [int(ram[RAM_BALL_X]) for ram in read_rams()]
         for before, after in zip(previous, current):
             moved = after - before
             speed = round(abs(moved) / FRAMES_PER_STEP)

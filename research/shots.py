@@ -30,16 +30,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 from pongrl.config import CHOICES  # noqa: E402
-from pongrl.envs.match import BALL_ACROSS_RAM, BALL_HEIGHT_RAM  # noqa: E402
-from pongrl.envs.two_player import CLASSIC_MODE  # noqa: E402
+from pongrl.game import CLASSIC_MODE, RAM_BALL_X, RAM_BALL_Y, RAM_LEFT_PADDLE_Y, RAM_RIGHT_PADDLE_Y  # noqa: E402
 from pongrl.errors import PongrlError  # noqa: E402
 
-RAM_PADDLE_Y = {"right": 51, "left": 50}
+RAM_PADDLE_Y = {"right": RAM_RIGHT_PADDLE_Y, "left": RAM_LEFT_PADDLE_Y}
 MAX_FLIGHT_FRAME = 20  # pixels across in one frame; more is the ball put back in play, not flight
 
 
 def read_frame(ram: np.ndarray, scorer: str | None) -> tuple:
-    return (int(ram[BALL_ACROSS_RAM]), int(ram[BALL_HEIGHT_RAM]), int(ram[RAM_PADDLE_Y["right"]]),
+    return (int(ram[RAM_BALL_X]), int(ram[RAM_BALL_Y]), int(ram[RAM_PADDLE_Y["right"]]),
             int(ram[RAM_PADDLE_Y["left"]]), scorer)
 
 

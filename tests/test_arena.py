@@ -320,13 +320,6 @@ def test_an_interrupted_league_keeps_its_finished_matches(ppo_run, tmp_path):
     assert f"3 pairs, {finished} cached, {3 - finished} to play" in rerun.stderr
 
 
-def test_the_command_line_frame_cap_is_the_match_env_default():
-    from pongrl import cli
-    from pongrl.envs.match import DEFAULT_MAX_FRAMES
-
-    assert cli.MAX_FRAMES == DEFAULT_MAX_FRAMES
-
-
 def live_emulators() -> int:
     """Emulator owners alive in this process after a collection (each game object holds one emulator;
     the vector envs are closed explicitly and own no Python object to count)."""

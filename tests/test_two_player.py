@@ -6,8 +6,8 @@ conversions, so observations are compared for exact equality (no grey-level tole
 import numpy as np
 import pytest
 
-from pongrl.envs.two_player import (FRAME_SIZE, FRAME_STACK, SCORE_ROWS, FastSelfPlayEnv,
-                                    ReferenceSelfPlayEnv, SeedFrameStack, SeedResizer, seed_frame)
+from pongrl.envs.two_player import FastSelfPlayEnv, ReferenceSelfPlayEnv, SeedFrameStack, SeedResizer, seed_frame
+from pongrl.game import FRAME_SIZE, FRAME_STACK, SCORE_ROWS
 
 GAMES = 2
 pytestmark = pytest.mark.filterwarnings("ignore:The old environment creation API:DeprecationWarning")

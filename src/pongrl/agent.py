@@ -11,9 +11,9 @@ import torch
 from pongrl import hub, zoo
 from pongrl.checkpoint import atomic_write_bytes, is_checkpoint, read_weights_file, resolve, validate_checkpoint
 from pongrl.errors import PongrlError
+from pongrl.game import NUM_ACTIONS
 from pongrl.nets import ActorCritic, QNetwork, float32_arithmetic, is_shared_torso, torso_kind, torso_layers
 
-NUM_ACTIONS = 6
 # A DQN agent has no policy to sample from; "sampled" play makes it epsilon-greedy with the
 # evaluation epsilon of the Nature DQN paper.
 SAMPLE_EPSILON_Q = 0.05

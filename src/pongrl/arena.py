@@ -22,12 +22,12 @@ import numpy as np
 
 from pongrl.agent import Agent, load_agent
 from pongrl.checkpoint import run_name
-from pongrl.envs.match import CLASSIC_MODE, DEFAULT_MAX_FRAMES, LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
+from pongrl.envs.match import LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
 from pongrl.errors import PongrlError
+from pongrl.game import CLASSIC_MODE, MAX_CYCLES, MAX_PARALLEL_GAMES
 from pongrl.evaluate import play_games
 
 BUILTIN = "builtin"
-MAX_PARALLEL_GAMES = 8  # games played in lockstep, so that each agent acts on one batch per step
 
 
 @dataclass
@@ -70,7 +70,7 @@ def load_player(spec: str) -> Player:
 
 
 def play_match(first: Player, second: Player, games: int, seed: int, sample: bool | tuple[bool, bool] = False,
-               max_frames: int = DEFAULT_MAX_FRAMES, serve_assist: bool = False,
+               max_frames: int = MAX_CYCLES, serve_assist: bool = False,
                sticky_actions: float = 0.0, game_mode: int = CLASSIC_MODE) -> list[dict]:
     """Play `games` games; one dict per game, scored for `first`. `sample` (both players, or a pair for
     first and second) draws actions from the policies instead of playing greedily. `serve_assist`

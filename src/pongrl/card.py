@@ -13,12 +13,12 @@ import tempfile
 
 import yaml
 
+from pongrl import zoo
 from pongrl.agent import SAMPLE_EPSILON_Q, save_safetensors_agent
 from pongrl.arena import load_player, play_match, summarize_match
-from pongrl import zoo
 from pongrl.checkpoint import write_torch_file
-from pongrl.envs.two_player import CLASSIC_MODE
 from pongrl.errors import PongrlError
+from pongrl.game import CLASSIC_MODE
 from pongrl.nets import torso_kind
 
 ALGO_TAGS = {"dqn": ["dqn", "deep-q-learning"], "ppo": ["ppo"], "selfplay": ["ppo", "self-play", "multi-agent"]}

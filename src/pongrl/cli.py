@@ -16,6 +16,7 @@ import time
 from pongrl import config as config_module
 from pongrl.probes import cli as probe_cli
 from pongrl.errors import PongrlError
+from pongrl.game import CLASSIC_MODE, MAX_CYCLES
 
 
 class Parser(argparse.ArgumentParser):
@@ -97,11 +98,6 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only:
             parser.add_argument(flag, type=str, default=None, help=helptext)
 
 
-# pong_v3's max_cycles: raw frames after which a two-agent game is cut (pongrl.envs.match.DEFAULT_MAX_FRAMES,
-# not imported here so that `--help` does not load the emulators).
-MAX_FRAMES = 100_000
-# pong_v3's classic two-player game (pongrl.envs.two_player.CLASSIC_MODE; from config for the same reason).
-CLASSIC_GAME_MODE = config_module.PPOConfig().game_mode
 # What `pongrl resume` may change besides the step count: where the run runs and how it reports.
 RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
 # What `pongrl branch` may change: any setting but the algorithm, the preset it started from and the step count.
@@ -116,8 +112,8 @@ POOL_SHAPE = {"num_envs", "opponent_pool", "pool_size"}
 
 def _add_two_agent_flags(parser: argparse.ArgumentParser) -> None:
     """The rules of a game between two agents: the frame cap, the serve assist and the game variation."""
-    parser.add_argument("--max-frames", type=_positive_int, default=MAX_FRAMES,
-                        help=f"raw frames after which a two-agent game is cut and counted a draw (default {MAX_FRAMES})")
+    parser.add_argument("--max-frames", type=_positive_int, default=MAX_CYCLES,
+                        help=f"raw frames after which a two-agent game is cut and counted a draw (default {MAX_CYCLES})")
     _add_two_agent_rules(parser)
 
 
@@ -129,7 +125,7 @@ def _add_two_agent_rules(parser: argparse.ArgumentParser) -> None:
                              "agents trained against the built-in AI (which never serve) do not stall the game; "
                              "no effect against the built-in AI, whose game serves by itself")
     parser.add_argument("--game-mode", type=_int, choices=config_module.CHOICES["game_mode"],
-                        default=CLASSIC_GAME_MODE,
+                        default=CLASSIC_MODE,
                         help="two-agent games: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the "
                              "default) or 3 (fast balls, as in the single-player game; `train selfplay --game-mode 3`)")
 
@@ -438,7 +434,7 @@ def cmd_eval(args) -> int:
         return _eval_protocols(args)
     episodes = args.episodes or 10
     if not against_builtin or args.sample:
-        args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, episodes, MAX_FRAMES
+        args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, episodes, MAX_CYCLES
         return cmd_duel(args)
     agent = load_agent(args.checkpoint)
     if args.every_start:
@@ -508,7 +504,7 @@ def cmd_duel(args) -> int:
           f"mean point difference {summary['mean_point_difference']:+.2f} +- {summary['point_difference_stderr']:.2f} (s.e.); "
           f"serve penalties {summary['first_serve_penalties']}-{summary['second_serve_penalties']}"
           + (f"; sticky actions {args.sticky_actions:g}" if args.sticky_actions else "")
-          + (f"; game variation {args.game_mode}" if args.game_mode != CLASSIC_GAME_MODE else ""))
+          + (f"; game variation {args.game_mode}" if args.game_mode != CLASSIC_MODE else ""))
     return 0
 
 

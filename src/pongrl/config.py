@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from pongrl.errors import PongrlError
+from pongrl.game import CLASSIC_MODE, GAME_MODES, MAX_CYCLES
 
 
 @dataclass
@@ -174,8 +175,8 @@ class PPOConfig:
     pool_play: str = "sample"
     env: str = "fast"
     obs: str = "standard"
-    max_cycles: int = 100_000
-    game_mode: int = 4  # envs.two_player.CLASSIC_MODE: pong_v3's classic game, the seed's (config stays free of env imports)
+    max_cycles: int = MAX_CYCLES
+    game_mode: int = CLASSIC_MODE  # pong_v3's classic game, the seed's
     num_checkpoints: int = 10
     log_every: int = 10_000
     eval_every: int = 200_000
@@ -279,7 +280,7 @@ STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
 UNIT_INTERVAL = {"opponent_pool", "builtin_fraction", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
 CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
            "obs": ("standard", "seed"), "network": ("nature", "small"),
-           "precision": ("float32", "bfloat16"), "game_mode": (3, 4), "pool_play": ("sample", "greedy")}
+           "precision": ("float32", "bfloat16"), "game_mode": GAME_MODES, "pool_play": ("sample", "greedy")}
 
 
 MAX_TORCH_THREADS = 1024

@@ -10,10 +10,10 @@ from typing import Callable
 import numpy as np
 
 from pongrl.envs import make_vector_env
-from pongrl.envs.single import NOOP_MAX, GameVectorEnv
+from pongrl.envs.single import GameVectorEnv
 from pongrl.errors import PongrlError
+from pongrl.game import MAX_PARALLEL_GAMES, NOOP_MAX
 
-MAX_PARALLEL_GAMES = 8
 STICKY_PROTOCOL = 0.25  # the ALE v5 protocol's sticky-action probability (Machado et al. 2018)
 STICKY_GAMES = 100  # games of a sticky score: the 95% interval of a +19 agent is then about +-0.3 points
 

@@ -28,9 +28,9 @@ import numpy as np
 
 from pongrl import hub, zoo
 from pongrl.arena import BUILTIN, Player, load_player, play_match, summarize_match
-from pongrl.envs.match import CLASSIC_MODE
 from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_name
 from pongrl.errors import PongrlError
+from pongrl.game import CLASSIC_MODE
 
 ELO_PER_NAT = 400 / math.log(10)
 PRIOR_ALPHA = 1e-3  # prior variance 1000 nat^2: only keeps an unbeaten player's rating finite

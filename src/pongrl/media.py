@@ -8,6 +8,7 @@ import numpy as np
 
 from pongrl.envs import PongGame
 from pongrl.errors import PongrlError
+from pongrl.game import CLASSIC_MODE
 
 
 def _number(text):
@@ -162,7 +163,7 @@ def record_video(first, second, out: str, games: int = 1, max_frames: int | None
     the first takes the right paddle in odd-numbered games and the left in even ones, on the
     two-player variation `game_mode` (default pong_v3's classic)."""
     from pongrl.arena import BUILTIN, refuse_game_mode_against_builtin
-    from pongrl.envs.match import CLASSIC_MODE, MAX_START_NOOP_FRAMES, RIGHT, LEFT, MatchGame
+    from pongrl.envs.match import MAX_START_NOOP_FRAMES, RIGHT, LEFT, MatchGame
 
     if first.is_builtin and second.is_builtin:
         raise PongrlError("the built-in AI cannot play against itself: name at least one agent")

@@ -15,8 +15,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-FRAME_SIZE = 84
-FRAME_STACK = 4
+from pongrl.game import FRAME_SIZE, FRAME_STACK
 
 
 # name: (convolutions as (filters, kernel, stride), dense units)

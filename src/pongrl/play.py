@@ -34,22 +34,20 @@ from pongrl.agent import PolicyAgent
 from pongrl.arena import Player, load_player
 from pongrl.envs.match import LEFT, RIGHT, MatchGame
 from pongrl.envs.single import PongGame
-from pongrl.envs.two_player import RAM_SCORE_FIRST, RAM_SCORE_SECOND
 from pongrl.errors import PongrlError
-from pongrl.probes.labels import RAM_LABELS
+from pongrl.game import ACTION_NAMES, RAM_LEFT_PADDLE_Y, RAM_RIGHT_PADDLE_Y, RAM_SCORE_LEFT, RAM_SCORE_RIGHT
 
 FRAME_SECONDS = 1 / 60
 MAX_GAMES = 4
 MAX_MESSAGE_BYTES = 1024
 GAME_OVER_PAUSE_SECONDS = 3.0
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "play_page.html")
-ACTION_NAMES = ["NOOP", "FIRE", "UP", "DOWN", "UP+FIRE", "DOWN+FIRE"]
 # Pong's minimal action set moves the paddle up with RIGHT (2) and down with LEFT (3), for both players.
 KEY_ACTIONS = {(False, False, False): 0, (False, False, True): 1, (True, False, False): 2, (False, True, False): 3,
                (True, False, True): 4, (False, True, True): 5, (True, True, False): 0, (True, True, True): 1}
 # RAM bytes the page's claims can be checked against (two-player game): paddle heights and scores.
-RAM_PADDLE = {RIGHT: RAM_LABELS["player_y"], LEFT: RAM_LABELS["enemy_y"]}
-RAM_SCORE = {RIGHT: RAM_SCORE_FIRST, LEFT: RAM_SCORE_SECOND}
+RAM_PADDLE = {RIGHT: RAM_RIGHT_PADDLE_Y, LEFT: RAM_LEFT_PADDLE_Y}
+RAM_SCORE = {RIGHT: RAM_SCORE_RIGHT, LEFT: RAM_SCORE_LEFT}
 
 
 def preferences(agent, observation: np.ndarray) -> tuple[int, dict]:

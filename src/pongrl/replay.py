@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from pongrl.errors import PongrlError
-from pongrl.nets import FRAME_SIZE, FRAME_STACK
+from pongrl.game import FRAME_SIZE, FRAME_STACK
 
 BUFFER_FORMAT_VERSION = 1
 _ARRAYS = ("frames", "actions", "rewards", "terminal", "first", "final")

@@ -23,7 +23,8 @@ import torch.nn.functional as F
 
 from pongrl.agent import QAgent
 from pongrl.checkpoint import checkpoint_name, save_checkpoint
-from pongrl.envs import NUM_ACTIONS, make_vector_env
+from pongrl.envs import make_vector_env
+from pongrl.game import NUM_ACTIONS
 from pongrl.evaluate import evaluate_agent, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer, PrioritizedReplayBuffer

@@ -26,14 +26,13 @@ from pongrl.config import pool_game_count
 from pongrl.distributed import World, init_world, split_envs
 from pongrl.envs.builtin_mix import builtin_game_entries
 from pongrl.errors import PongrlError
+from pongrl.game import NUM_ACTIONS, PLAYERS
 from pongrl.nets import ActorCritic
 from pongrl.learner import LearnerState, make_adam, start_learner
 from pongrl.opponents import OpponentPool
 from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
-NUM_ACTIONS = 6
-PLAYERS = ("first_0", "second_0")
 RECENT_EPISODES = 20
 METRIC_COLUMNS = [
     "env_step", "wall_seconds", "episodes", "average_return", "average_length", "points_won", "points_lost",

@@ -6,7 +6,8 @@ Public forms for other libraries: `gymnasium.make("pongrl/Pong-v0")` and `gymnas
 envs, and the Gymnasium vector env pongrl's self-play trainer steps)."""
 import ale_py
 
-from pongrl.envs.single import NUM_ACTIONS, PongGame, make_vector_env
+from pongrl.envs.single import PongGame, make_vector_env
+from pongrl.game import NUM_ACTIONS
 
 # The emulator greets every new instance with a banner on stdout: pongrl's commands print their own lines only.
 # (The two-player emulator is silenced where it is opened, pongrl.envs.two_player.open_emulator.)

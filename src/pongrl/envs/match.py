@@ -30,22 +30,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from pongrl.envs.two_player import CLASSIC_MODE, FRAME_SKIP, NUM_ACTIONS, SCREEN_HEIGHT, SCREEN_WIDTH, open_emulator
+from pongrl.envs.two_player import open_emulator
+from pongrl.game import (CLASSIC_MODE, FIRE, FRAME_SKIP, NUM_ACTIONS, RAM_BALL_Y, SCREEN_HEIGHT, SCREEN_WIDTH,
+                         MAX_CYCLES)
 from pongrl.envs.views import VIEWS
 
 MAX_START_NOOP_FRAMES = 60  # half the serve window: no penalty can fall before the players act
-DEFAULT_MAX_FRAMES = 100_000  # pong_v3's max_cycles
 RIGHT, LEFT = 0, 1
-FIRE = 1  # in Pong's minimal action set
-BALL_HEIGHT_RAM = 54  # the ball's height; 0 while the ball is out of play
-BALL_ACROSS_RAM = 49  # the ball's horizontal position; 0 while out of play (read by benchmarks/)
 
 
 class MatchGame:
     """One two-player game; `profiles` names what the right and the left player see, `mode` is the
     cartridge's two-player Pong variation (pong_v3's classic, 4, or 3)."""
 
-    def __init__(self, profiles: tuple[str, str], max_frames: int = DEFAULT_MAX_FRAMES, record_colour: bool = False,
+    def __init__(self, profiles: tuple[str, str], max_frames: int = MAX_CYCLES, record_colour: bool = False,
                  serve_assist: bool | tuple[int, ...] = False, mode: int = CLASSIC_MODE,
                  extra_profiles: tuple[str, ...] = ()):
         """`serve_assist`: True for both players, or the sides (RIGHT, LEFT) it serves for;
@@ -173,7 +171,7 @@ class MatchGame:
         return self._ram
 
     def ball_in_play(self) -> bool:
-        return bool(self.ram()[BALL_HEIGHT_RAM])
+        return bool(self.ram()[RAM_BALL_Y])
 
     @property
     def done(self) -> bool:

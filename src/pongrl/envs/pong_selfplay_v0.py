@@ -23,10 +23,9 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils import parallel_to_aec
 
-from pongrl.envs.two_player import (CLASSIC_MODE, FRAME_SIZE, FRAME_STACK, MAX_CYCLES, NUM_ACTIONS, PLAYERS,
-                                    FastSelfPlayEnv, TwoPlayerGames, Scoreboard, player_observation_space)
+from pongrl.envs.two_player import FastSelfPlayEnv, Scoreboard, TwoPlayerGames, player_observation_space
+from pongrl.game import CLASSIC_MODE, FRAME_SIZE, FRAME_STACK, GAME_MODES, MAX_CYCLES, NUM_ACTIONS, PLAYERS
 
-GAME_MODES = (3, CLASSIC_MODE)
 
 
 def _check_mode(game_mode: int) -> None:

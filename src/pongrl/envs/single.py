@@ -26,12 +26,7 @@ import ale_py
 from ale_py import roms
 from ale_py.vector_env import AtariVectorEnv, AutoresetMode
 
-from pongrl.nets import FRAME_SIZE, FRAME_STACK
-
-NUM_ACTIONS = 6  # Pong's minimal action set: NOOP, FIRE, RIGHT, LEFT, RIGHTFIRE, LEFTFIRE
-FRAME_SKIP = 4
-NOOP_MAX = 30
-MAX_EPISODE_FRAMES = 108_000
+from pongrl.game import FRAME_SIZE, FRAME_SKIP, FRAME_STACK, MAX_EPISODE_FRAMES, NOOP_MAX, NUM_ACTIONS
 
 
 def make_pong_vector_env(num_envs: int = 1, sticky_actions: float = 0.0, noop_max: int = NOOP_MAX,

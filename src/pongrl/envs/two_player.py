@@ -50,23 +50,8 @@ import tinyscaler
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-NUM_ACTIONS = 6  # pong_v3's minimal action set, the same six actions for both players
-PLAYERS = ("first_0", "second_0")
-FRAME_SIZE = 84
-FRAME_STACK = 4
-FRAME_SKIP = 4
-SCORE_ROWS = 9  # rows 0..8 of the 84x84 image show the score; the seed blanks them
-MAX_CYCLES = 100_000  # pong_v3's default; counts raw emulator frames, not agent steps
-CLASSIC_MODE = 4  # pong_v3's "classic" two-player game (its default game_version)
-# The other two-player Pong variation is 3 (multi_agent_ale_py numbers the cartridge's games 1..50; 1
-# and 2 are the one-player games). Measured with research/ball_speed.py: in 4 the ball almost never
-# (0.2% of steps) flies faster than 2 px/frame horizontally; in 3 and in the single-player game it
-# reaches 3-4 px/frame in about 4% of them.
-SCREEN_HEIGHT, SCREEN_WIDTH = 210, 160
-# RAM bytes holding the displayed scores (checked: 14 counts first_0's points, 13 second_0's).
-# A game ends when one of them reaches 21.
-RAM_SCORE_FIRST, RAM_SCORE_SECOND = 14, 13
-WINNING_SCORE = 21
+from pongrl.game import (CLASSIC_MODE, FRAME_SIZE, FRAME_SKIP, FRAME_STACK, MAX_CYCLES, NUM_ACTIONS, PLAYERS,
+                         RAM_SCORE_LEFT, RAM_SCORE_RIGHT, SCORE_ROWS, SCREEN_HEIGHT, SCREEN_WIDTH, WINNING_SCORE)
 
 
 def pong_rom_path() -> str:
@@ -478,7 +463,7 @@ class TwoPlayerGames:
             return True
         self.lib.getRAM(self._objs[g], self._c_ram[g])
         ram = self._ram[g]
-        return max(ram[RAM_SCORE_FIRST], ram[RAM_SCORE_SECOND]) >= WINNING_SCORE - 1
+        return max(ram[RAM_SCORE_RIGHT], ram[RAM_SCORE_LEFT]) >= WINNING_SCORE - 1
 
     def _emulate(self, games, rewards_out, terminated_out, truncated_out) -> list[int]:
         """Emulate one agent step (up to 4 raw frames) of the given games and max-pool their last

@@ -15,7 +15,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from pongrl.envs.two_player import FRAME_SIZE, FRAME_STACK, SeedFrameStack, seed_frame
+from pongrl.envs.two_player import SeedFrameStack, seed_frame
+from pongrl.game import FRAME_SIZE, FRAME_STACK
 
 
 class StandardView:

@@ -27,7 +27,8 @@ import zlib
 import numpy as np
 import torch
 
-from pongrl.agent import NUM_ACTIONS, Agent, PolicyAgent, QAgent
+from pongrl.agent import Agent, PolicyAgent, QAgent
+from pongrl.game import NUM_ACTIONS
 from pongrl.arena import BUILTIN, load_player
 from pongrl.checkpoint import TEMP_PREFIX, atomic_write_bytes, atomic_write_file
 from pongrl.errors import PongrlError

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-# AtariARI's names and RAM bytes (player = the agent, right paddle; enemy = the left paddle).
-RAM_LABELS = {"player_y": 51, "player_x": 46, "enemy_y": 50, "enemy_x": 45, "ball_x": 49, "ball_y": 54,
-              "player_score": 14, "enemy_score": 13}
+from pongrl.game import (RAM_BALL_X, RAM_BALL_Y, RAM_LEFT_PADDLE_X, RAM_LEFT_PADDLE_Y, RAM_RIGHT_PADDLE_X,
+                         RAM_RIGHT_PADDLE_Y, RAM_SCORE_LEFT, RAM_SCORE_RIGHT)
+
+# AtariARI's names for the RAM bytes (player = the agent, right paddle; enemy = the left paddle).
+RAM_LABELS = {"player_y": RAM_RIGHT_PADDLE_Y, "player_x": RAM_RIGHT_PADDLE_X, "enemy_y": RAM_LEFT_PADDLE_Y,
+              "enemy_x": RAM_LEFT_PADDLE_X, "ball_x": RAM_BALL_X, "ball_y": RAM_BALL_Y,
+              "player_score": RAM_SCORE_RIGHT, "enemy_score": RAM_SCORE_LEFT}
 DERIVED_LABELS = ("ball_vx", "ball_vy", "ball_in_play", "ball_toward_player")
 LABELS = tuple(RAM_LABELS) + DERIVED_LABELS
 # Scored by R^2 as well as by AtariARI's classification F1: quantities on a scale.
