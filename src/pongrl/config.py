@@ -318,13 +318,14 @@ def validate(config) -> None:
         if config.pool_play != "sample" and not config.opponent_pool:
             raise PongrlError("--pool-play is how the opponent pool plays: it needs --opponent-pool")
         games = config.num_envs // 2
-        for flag, fraction in (("--opponent-pool", config.opponent_pool), ("--builtin-fraction", config.builtin_fraction)):
+        for flag, fraction, kind in (("--opponent-pool", config.opponent_pool, "pool game"),
+                                     ("--builtin-fraction", config.builtin_fraction, "game against the built-in AI")):
             if not fraction:
                 continue
             if config.algo != "selfplay":
                 raise PongrlError(f"{flag} is for self-play only")
             if pool_game_count(fraction, games) == 0:
-                raise PongrlError(f"{flag} {fraction} gives no such game among {games} games")
+                raise PongrlError(f"{flag} {fraction} gives no {kind} among {games} games")
             learners -= pool_game_count(fraction, games)  # the opponents' steps are not learned from
         if pool_game_count(config.opponent_pool, games) + pool_game_count(config.builtin_fraction, games) > games:
             raise PongrlError(f"--opponent-pool and --builtin-fraction ask for more than the {games} games together")
