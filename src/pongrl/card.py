@@ -70,7 +70,9 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
     summary = summarize_match(results)
     scores = [g["score"] for g in results]
     # A zoo agent's settings live in its card's training command, not in its weights file.
-    trained_with = zoo.card(run_or_checkpoint[len(zoo.PREFIX):])["trained_with"] if zoo.is_zoo_spec(run_or_checkpoint) else None
+    trained_with = None
+    if zoo.is_zoo_spec(run_or_checkpoint):
+        trained_with = zoo.card(run_or_checkpoint[len(zoo.PREFIX):])["trained_with"]
 
     parent = os.path.dirname(os.path.abspath(out_dir))
     os.makedirs(parent, exist_ok=True)

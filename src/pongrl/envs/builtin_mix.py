@@ -63,7 +63,6 @@ class SelfPlayWithBuiltinEnv:
     def __init__(self, self_play: FastSelfPlayEnv | None, builtin: BuiltinGamesAsPlayers):
         self.parts = [part for part in (self_play, builtin) if part is not None]
         self.num_envs = sum(part.num_envs for part in self.parts)
-        self.builtin_games = builtin.num_games
         self._bounds = np.cumsum([0] + [part.num_envs for part in self.parts])
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
@@ -78,13 +77,14 @@ class SelfPlayWithBuiltinEnv:
             return obs, rewards, terminated, truncated, {}
         # A part that ended no game this step gives its entries' current observations and zero counts, as
         # one self-play env gives them for its games that go on.
-        ended = np.concatenate([info.get("_episode", np.zeros(part.num_envs, bool)) for info, part in zip(infos, self.parts)])
-        merged = {"final_obs": np.concatenate([info.get("final_obs", part_obs) for info, part_obs in zip(infos, self._split(obs))]),
-                  "_final_obs": ended, "_episode": ended,
-                  "episode": {name: np.concatenate([info["episode"][name] if info else np.zeros(part.num_envs, dtype)
-                                                    for info, part in zip(infos, self.parts)])
-                              for name, dtype in EPISODE_COUNTS.items()}}
-        return obs, rewards, terminated, truncated, merged
+        parts = list(zip(infos, self.parts, self._split(obs)))
+        ended = np.concatenate([info.get("_episode", np.zeros(part.num_envs, bool)) for info, part, _ in parts])
+        episode = {name: np.concatenate([info["episode"][name] if info else np.zeros(part.num_envs, dtype)
+                                         for info, part, _ in parts])
+                   for name, dtype in EPISODE_COUNTS.items()}
+        final_obs = np.concatenate([info.get("final_obs", part_obs) for info, _, part_obs in parts])
+        return obs, rewards, terminated, truncated, {"final_obs": final_obs, "_final_obs": ended, "episode": episode,
+                                                     "_episode": ended}
 
     def _split(self, obs: np.ndarray) -> list[np.ndarray]:
         return [obs[start:end] for start, end in zip(self._bounds, self._bounds[1:])]
