@@ -365,3 +365,68 @@ def test_a_collect_whose_last_game_is_cut_short_is_split_by_frames_and_a_tiny_te
     assert 0.12 < share < 0.28 and len(test) >= 2, (test, share)
     rows, _ = fit(folder, layers=["noise"], labels=["ball_y"])
     assert rows[0]["small_test"] is False and rows[0]["test_frames"] == sum(lengths[game] for game in test)
+
+
+def test_predictive_labels_of_a_real_game_agree_with_the_screen_and_the_score():
+    # zoo:dqn plays the built-in AI: it returns most balls, so the game has many landings and points.
+    from pongrl.agent import load_agent
+    from pongrl.probes.labels import UNDEFINED, predictive_labels
+
+    agent = load_agent("zoo:dqn")
+    game = PongGame(0)
+    obs = game.reset(0)
+    labels, screens, rewards, previous = {}, [], [], None
+    for _ in range(900):
+        ram = game.ale.getRAM().copy()
+        for name, value in read_labels(ram, previous).items():
+            labels.setdefault(name, []).append(value)
+        screens.append(game.rgb()[PLAYFIELD_ROWS].copy())
+        obs, reward, *_ = game.step(int(agent.act(obs[None])[0]))
+        rewards.append(reward)
+        previous = ram
+    future = predictive_labels(labels)
+    landings = sorted({t + future["steps_to_landing"][t] for t in range(900) if future["landing_y"][t] != UNDEFINED})
+    assert len(landings) >= 8
+    drawn = []
+    for step in landings:
+        ys, xs = np.nonzero(np.all(screens[step] == BALL_COLOUR, axis=2))
+        assert xs.min() >= 132, (step, xs.min())  # at the right paddle's column (its left edge is column 140)
+        drawn.append((labels["ball_y"][step], ys.min() + PLAYFIELD_ROWS.start))
+        assert all(future["landing_y"][t] == labels["ball_y"][step] for t in range(900)
+                   if future["landing_y"][t] != UNDEFINED and t + future["steps_to_landing"][t] == step)
+    drawn = np.array(drawn, float)
+    slope, intercept = np.polyfit(drawn[:, 0], drawn[:, 1], 1)
+    assert abs(slope - 1) < 0.05 and np.abs(drawn[:, 0] * slope + intercept - drawn[:, 1]).max() <= 2.5
+    # The point's outcome is the sign of the next score change, for every step before it.
+    points = [t for t, reward in enumerate(rewards) if reward]
+    assert len(points) >= 3
+    for t in range(900):
+        following = [s for s in points if s >= t]
+        if following:
+            assert future["wins_point"][t] == int(rewards[following[0]] > 0), t
+        else:
+            assert future["wins_point"][t] == UNDEFINED
+
+
+def test_a_predictive_label_is_probed_on_the_frames_that_hold_it(tmp_path):
+    from pongrl.probes.labels import UNDEFINED
+
+    folder = str(tmp_path / "future")
+    os.makedirs(os.path.join(folder, GAMES_FOLDER))
+    json.dump({"format": "pongrl-probe-1", "frames": 6 * 400, "agents": [
+        {"spec": "planted", "name": "planted", "sha256": "", "env_step": 0, "obs_profile": "standard"}]},
+        open(os.path.join(folder, SETTINGS_FILE), "w"))
+    rng = np.random.default_rng(0)
+    mixing = rng.normal(size=(1, 16))
+    for game in range(6):
+        labels = {name: rng.integers(0, 200, 400) for name in LABELS}
+        landing = labels["landing_y"].astype(np.float64)
+        carries = (landing - 100)[:, None] / 50 @ mixing + 0.05 * rng.normal(size=(400, 16))
+        labels["landing_y"][::3] = UNDEFINED  # a third of the frames hold no landing: the layer carries noise there
+        carries[::3] = rng.normal(size=(len(carries[::3]), 16))
+        _write_game(os.path.join(folder, GAMES_FOLDER, f"game_{game:05d}.h5"), labels, np.arange(400, dtype=np.int32),
+                    game, [{"carries_landing": carries.astype(np.float16)}])
+    rows, _ = fit(folder, labels=["landing_y", "wins_point"], allow_small_test=True)
+    by_label = {row["label"]: row for row in rows}
+    assert by_label["landing_y"]["metric"] == "r2" and by_label["landing_y"]["score"] > 0.9
+    assert abs(by_label["landing_y"]["control"]) < 0.1 and by_label["wins_point"]["metric"] == "f1"

@@ -33,7 +33,7 @@ from pongrl.arena import BUILTIN, load_player
 from pongrl.checkpoint import TEMP_PREFIX, atomic_write_bytes, atomic_write_file
 from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic, QNetwork, torso_kind
-from pongrl.probes.labels import LABELS, read_labels
+from pongrl.probes.labels import STEP_LABELS, predictive_labels, read_labels
 from pongrl.run import StopSignal
 
 REDUCED_WIDTH = 1024
@@ -289,7 +289,7 @@ def _play_game(path: str, game: int, source, agents: list[Agent], recorders: lis
     def fill(temp_path: str) -> None:
         nonlocal played
         with h5py.File(temp_path, "w") as data:
-            labels = {name: [] for name in LABELS}
+            labels = {name: [] for name in STEP_LABELS}
             observations = {profile: [] for profile in set(profiles)}
             previous_ram, done = None, False
             while not done and played < frames_left:
@@ -310,6 +310,7 @@ def _play_game(path: str, game: int, source, agents: list[Agent], recorders: lis
                     progress(1)
             if observations[profiles[0]]:
                 record(data, observations)
+            labels.update(predictive_labels(labels))  # from the game's later frames, now that it is recorded
             _write_labels(data, labels, np.arange(played, dtype=np.int32), game)
 
     try:

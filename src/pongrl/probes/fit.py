@@ -25,7 +25,7 @@ import torch
 
 from pongrl.errors import PongrlError
 from pongrl.probes.collect import SETTINGS_FILE, game_files
-from pongrl.probes.labels import LABELS, REGRESSION_LABELS
+from pongrl.probes.labels import LABELS, PREDICTIVE_LABELS, REGRESSION_LABELS, UNDEFINED
 
 TEST_FRACTION = 0.2
 # Below these a probe's test score rests on a few neighbouring frames and means little: fit refuses (or, when
@@ -95,6 +95,7 @@ class ProbeData:
                     self.rows.append(len(data["step"]))
                     if path == self.paths[0]:
                         self.layers = {int(index): sorted(group.keys()) for index, group in data["agents"].items()}
+                        self.labels = set(data["labels"].keys())
             except (OSError, KeyError) as error:
                 raise PongrlError(f"{path}: unreadable probe data ({error})") from None
         if not self.paths:
@@ -236,6 +237,9 @@ def probe_layer(x_train, x_test, y_train: dict, y_test: dict, shuffle: np.ndarra
     the labels' classifiers, each with its shuffled-label control (`shuffle` permutes the train frames;
     `validation` marks the held-out train games that choose the ridge penalties)."""
     rows = []
+    for name in [name for name in labels if name in PREDICTIVE_LABELS]:
+        rows.append(_probe_defined_frames(name, x_train, x_test, y_train[name], y_test[name], seed, validation))
+    labels = [name for name in labels if name not in PREDICTIVE_LABELS]
     regression = [name for name in labels if name in REGRESSION_LABELS]
     if regression:
         targets_train = np.stack([y_train[name] for name in regression], 1).astype(np.float64)
@@ -254,6 +258,31 @@ def probe_layer(x_train, x_test, y_train: dict, y_test: dict, shuffle: np.ndarra
         score, control = scores[(name, False)], scores[(name, True)]
         rows.append({"label": name, "metric": "f1", "score": score, "control": control, "selectivity": score - control})
     return rows
+
+
+MIN_DEFINED_FRAMES = 20  # a predictive label defined on fewer train (or 2 test) frames gets no score
+
+
+def _probe_defined_frames(name: str, x_train, x_test, y_train, y_test, seed: int, validation) -> dict:
+    """One predictive label's probe and control, on the frames where the label is defined: R^2 for a
+    quantity, F1 for the point's outcome; NaN when too few frames hold it."""
+    train_rows, test_rows = y_train != UNDEFINED, y_test != UNDEFINED
+    metric = "r2" if name in REGRESSION_LABELS else "f1"
+    if train_rows.sum() < MIN_DEFINED_FRAMES or test_rows.sum() < 2:
+        score = control = float("nan")
+    else:
+        x_fit, y_fit, x_score, y_score = x_train[train_rows], y_train[train_rows], x_test[test_rows], y_test[test_rows]
+        shuffled = y_fit[np.random.default_rng(seed + 1).permutation(len(y_fit))]
+        if metric == "r2":
+            held_out = validation[train_rows] if validation is not None else None
+            targets = np.stack([y_fit, shuffled], 1).astype(np.float64)
+            score, control = ridge_r2(x_fit, targets, x_score, np.stack([y_score, y_score], 1).astype(np.float64),
+                                      held_out)
+        else:
+            f1 = classifier_f1s(x_fit, {False: y_fit, True: shuffled}, x_score, {False: y_score, True: y_score}, seed)
+            score, control = f1[False], f1[True]
+    return {"label": name, "metric": metric, "score": float(score), "control": float(control),
+            "selectivity": float(score - control)}
 
 
 def chosen_layers(data: ProbeData, layers: list[str] | None = None,
@@ -280,11 +309,13 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
     for label in labels or []:
         if label not in LABELS:
             raise PongrlError(f"no label {label!r} (labels: {', '.join(LABELS)})")
+        if label not in data.labels:
+            raise PongrlError(f"{out_dir}: its collect holds no label {label!r} (collected before pongrl had it)")
     names = [agent["name"] for agent in data.settings["agents"]]
     for name in agents or []:
         if name not in names:
             raise PongrlError(f"no agent {name!r} in {out_dir} (it has: {', '.join(names)})")
-    labels = labels or list(LABELS)
+    labels = labels or [name for name in LABELS if name in data.labels]
     train_games, test_games = split_games(data.frames_of, seed)
     test_frames = sum(data.frames_of[game] for game in test_games)
     small_test = is_small_test(test_frames, len(test_games))

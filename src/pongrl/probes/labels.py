@@ -11,6 +11,15 @@ What a player needs beyond them, derived from two consecutive agent steps: the b
 the ball is in play (its height byte is 0 exactly while it is out of play), and whether it flies toward
 the agent's paddle.
 
+What the agent could foresee, computed once a game is recorded from its later frames (`predictive_labels`),
+each UNDEFINED where the future does not hold it within the current point (or the recording ends first):
+- landing_y: the ball's height when it next reaches the agent's paddle column (the first step of an approach
+  with the ball at x >= PADDLE_REACH_X: the ball turns back from the right paddle at x 186-189), and
+  steps_to_landing: the agent steps until then;
+- wins_point: 1 if the agent wins the point being played, 0 if it loses it (the next score change);
+- enemy_contact_y: the opponent paddle's height when it next returns the ball (the last step the ball flies
+  away from the agent before it turns back).
+
 An agent on the left paddle sees the screen mirrored left-right, so its labels are mirrored too: its
 paddle is `player`, the right one `enemy` (heights, x bytes and scores swap), and the ball's x is
 mirrored on the 160-pixel screen (the 2-pixel ball is drawn at column x - 49, so mirrored it is at
@@ -28,9 +37,14 @@ RAM_LABELS = {"player_y": RAM_RIGHT_PADDLE_Y, "player_x": RAM_RIGHT_PADDLE_X, "e
               "enemy_x": RAM_LEFT_PADDLE_X, "ball_x": RAM_BALL_X, "ball_y": RAM_BALL_Y,
               "player_score": RAM_SCORE_RIGHT, "enemy_score": RAM_SCORE_LEFT}
 DERIVED_LABELS = ("ball_vx", "ball_vy", "ball_in_play", "ball_toward_player")
-LABELS = tuple(RAM_LABELS) + DERIVED_LABELS
+STEP_LABELS = tuple(RAM_LABELS) + DERIVED_LABELS  # read at every step (read_labels)
+PREDICTIVE_LABELS = ("landing_y", "steps_to_landing", "wins_point", "enemy_contact_y")
+LABELS = STEP_LABELS + PREDICTIVE_LABELS
+UNDEFINED = -1  # a predictive label's value where the future does not hold it: such frames are left out of its probe
 # Scored by R^2 as well as by AtariARI's classification F1: quantities on a scale.
-REGRESSION_LABELS = ("player_y", "enemy_y", "ball_x", "ball_y", "ball_vx", "ball_vy")
+REGRESSION_LABELS = ("player_y", "enemy_y", "ball_x", "ball_y", "ball_vx", "ball_vy", "landing_y", "steps_to_landing",
+                     "enemy_contact_y")
+PADDLE_REACH_X = 185  # from the agent's side, RAM units
 
 
 MIRROR_SWAPS = (("player_y", "enemy_y"), ("player_x", "enemy_x"), ("player_score", "enemy_score"))
@@ -54,3 +68,35 @@ def read_labels(ram: np.ndarray, previous_ram: np.ndarray | None, mirrored: bool
         labels["ball_vx"] = -labels["ball_vx"]
     labels["ball_toward_player"] = int(moving and labels["ball_vx"] > 0)  # the agent's paddle is on its right
     return labels
+
+
+def predictive_labels(labels: dict) -> dict[str, np.ndarray]:
+    """The predictive labels (module docstring) of every step of one recorded game, from its labels by name
+    (sequences over the game's steps, named from the agent's side)."""
+    ball_x, ball_y, vx = (np.asarray(labels[name], np.int64) for name in ("ball_x", "ball_y", "ball_vx"))
+    in_play = np.asarray(labels["ball_in_play"], bool)
+    enemy_y = np.asarray(labels["enemy_y"], np.int64)
+    player_score, enemy_score = np.asarray(labels["player_score"]), np.asarray(labels["enemy_score"])
+    steps = len(ball_x)
+    at_column = in_play & (vx > 0) & (ball_x >= PADDLE_REACH_X)
+    arrivals = at_column & ~np.concatenate([[False], at_column[:-1]])  # the first step of each approach at the column
+    turned = np.concatenate([in_play[:-1] & in_play[1:] & (vx[:-1] < 0) & (vx[1:] > 0), [False]])  # returned by the opponent
+    scored = np.concatenate([[False], (player_score[1:] != player_score[:-1]) | (enemy_score[1:] != enemy_score[:-1])])
+    won = np.concatenate([[False], player_score[1:] > player_score[:-1]])
+    result = {name: np.full(steps, UNDEFINED, np.int64) for name in PREDICTIVE_LABELS}
+    next_arrival = next_return = next_point = None
+    for t in range(steps - 1, -1, -1):  # from the end: each step sees the next events after (or at) it
+        if t + 1 < steps and scored[t + 1]:  # a point ends at t + 1: events after it belong to the next point
+            next_point, next_arrival, next_return = t + 1, None, None
+        if arrivals[t]:
+            next_arrival = t
+        if turned[t]:
+            next_return = t
+        if next_point is not None:
+            result["wins_point"][t] = int(won[next_point])
+        if next_arrival is not None:
+            result["landing_y"][t] = ball_y[next_arrival]
+            result["steps_to_landing"][t] = next_arrival - t
+        if next_return is not None:
+            result["enemy_contact_y"][t] = enemy_y[next_return]
+    return result
