@@ -9,7 +9,6 @@ import argparse
 import dataclasses
 import json
 import os
-import shutil
 import sys
 import time
 
@@ -103,11 +102,6 @@ RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
 # What `pongrl branch` may change: any setting but the algorithm, the preset it started from and the step count.
 DQN_FIELDS = {f.name for f in dataclasses.fields(config_module.DQNConfig)}
 BRANCH_FLAGS = (DQN_FIELDS | {f.name for f in dataclasses.fields(config_module.PPOConfig)}) - {"algo", "preset", "total_steps"}
-# Settings that shape what a checkpoint holds (the network's weights, DQN's replay memory, the opponent pool):
-# a branch keeps them, since the branch point's state would not load under new ones.
-SAVED_STATE_SHAPE = {"dqn": {"network", "num_envs", "buffer_size", "n_step", "prioritized_replay"},
-                     "ppo": {"network", "share_network"}, "selfplay": {"network", "share_network"}}
-POOL_SHAPE = {"num_envs", "opponent_pool", "pool_size"}
 
 
 def _add_two_agent_flags(parser: argparse.ArgumentParser) -> None:
@@ -327,32 +321,13 @@ def cmd_train(args) -> int:
     return _trainer(args.algo)(config, run_dir)
 
 
-def _resume_point(args, run_dir: str, config) -> tuple[dict, int]:
-    """The checkpoint a resume or a branch continues from (--checkpoint, or the run's latest), and sets
-    config.total_steps from --extra-steps / --total-steps. Returns (payload, step)."""
-    from pongrl.checkpoint import load_checkpoint, resolve
-    from pongrl.run import checkpoint_dir
-
-    checkpoint = args.checkpoint or resolve(run_dir)
-    if args.checkpoint and os.path.dirname(os.path.abspath(resolve(args.checkpoint))) != os.path.abspath(checkpoint_dir(run_dir)):
-        raise PongrlError(f"{args.checkpoint}: not a checkpoint of run {run_dir}")
-    payload = load_checkpoint(checkpoint)
-    step = int(payload["env_step"])
-    if args.extra_steps:
-        config.total_steps = step + args.extra_steps
-    elif args.total_steps:
-        config.total_steps = args.total_steps
-    if config.total_steps <= step:
-        raise PongrlError(f"the checkpoint is at step {step}; ask for more with --extra-steps N or --total-steps N")
-    return payload, step
-
-
 def cmd_resume(args) -> int:
+    from pongrl.branching import resume_point
     from pongrl.run import CONFIG_FILE, open_existing_run
 
     config = open_existing_run(args.run_dir)
     main_process = _check_torchrun(config.algo, args.run_dir)
-    payload, step = _resume_point(args, args.run_dir, config)
+    payload, step = resume_point(args.run_dir, config, args.checkpoint, args.extra_steps, args.total_steps)
     for name in sorted(RESUME_FLAGS):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
@@ -364,43 +339,15 @@ def cmd_resume(args) -> int:
 
 
 def cmd_branch(args) -> int:
-    """A new run that starts where RUN was at a checkpoint (weights, optimizer, counters, RNGs, metrics
-    so far) and goes on with some settings changed: an ablation from a common point, leaving RUN as it was."""
-    from pongrl.checkpoint import save_checkpoint
+    from pongrl.branching import branch_run
     from pongrl.distributed import launched_by_torchrun
-    from pongrl.run import METRICS_FILE, checkpoint_dir, open_existing_run, prepare_new_run, refuse_existing_run
 
-    if os.path.abspath(args.new_run_dir) == os.path.abspath(args.run_dir):
-        raise PongrlError("--run-dir must be a new directory: a branch never writes into the run it starts from")
     if launched_by_torchrun():
         raise PongrlError("pongrl branch runs in one process: branch first, then continue the new run with torchrun")
-    refuse_existing_run(args.new_run_dir, hint="branch into a new directory")
-    config = open_existing_run(args.run_dir)
-    fields = {f.name for f in dataclasses.fields(config)}
-    changed = {name: getattr(args, name) for name in sorted(BRANCH_FLAGS) if getattr(args, name, None) is not None}
-    foreign = sorted(name for name in changed if name not in fields)
-    if foreign:
-        raise PongrlError(f"--{foreign[0].replace('_', '-')} is not a setting of a {config.algo} run")
-    payload, step = _resume_point(args, args.run_dir, config)
-    fixed = SAVED_STATE_SHAPE[config.algo] | (POOL_SHAPE if "opponent_pool" in payload["state"] else set())
-    reshaped = sorted(name for name, value in changed.items() if name in fixed and value != getattr(config, name))
-    if reshaped:
-        raise PongrlError(f"--{reshaped[0].replace('_', '-')} shapes what the checkpoint holds and cannot change in a branch")
-    for name, value in changed.items():
-        setattr(config, name, value)
-    config_module.validate(config)
-    prepare_new_run(args.new_run_dir, config, force=False)
-    # The new run's first checkpoint is the branch point, recorded with the new settings so that it resumes them.
-    source_dir = os.path.dirname(payload["path"])
-    replay = payload.get("replay_buffer")
-    if replay:  # DQN keeps its replay memory beside the checkpoint
-        shutil.copyfile(os.path.join(source_dir, replay), os.path.join(checkpoint_dir(args.new_run_dir), replay))
-    branched = {k: v for k, v in payload.items() if k not in ("path", "format", "format_version")}
-    branched["config"] = config_module.to_dict(config)
-    start = save_checkpoint(checkpoint_dir(args.new_run_dir), branched, keep=config.keep_checkpoints, permanent=True)
-    if os.path.exists(os.path.join(args.run_dir, METRICS_FILE)):  # the curve so far; rows past the branch point go
-        shutil.copyfile(os.path.join(args.run_dir, METRICS_FILE), os.path.join(args.new_run_dir, METRICS_FILE))
-    summary = ", ".join(f"{name}={value}" for name, value in changed.items()) or "no setting changed"
+    changes = {name: getattr(args, name) for name in sorted(BRANCH_FLAGS) if getattr(args, name, None) is not None}
+    config, step, start = branch_run(args.run_dir, args.new_run_dir, changes, args.checkpoint, args.extra_steps,
+                                     args.total_steps)
+    summary = ", ".join(f"{name}={value}" for name, value in changes.items()) or "no setting changed"
     print(f"pongrl: branched {args.run_dir} at step {step} into {args.new_run_dir} ({summary}); "
           f"training until step {config.total_steps}", file=sys.stderr)
     return _trainer(config.algo)(config, args.new_run_dir, resume_from=start)
