@@ -380,9 +380,8 @@ def cmd_eval(args) -> int:
     if args.protocols:
         return _eval_protocols(args)
     episodes = args.episodes or 10
-    if not against_builtin or args.sample:
-        args.first, args.second, args.games, args.max_frames = args.checkpoint, args.opponent, episodes, MAX_CYCLES
-        return cmd_duel(args)
+    if not against_builtin or args.sample:  # a match: sampled play against the built-in AI too (summarize_match)
+        return _play_duel(args, args.checkpoint, args.opponent, episodes, MAX_CYCLES)
     agent = load_agent(args.checkpoint)
     if args.every_start:
         games = evaluate_every_start(agent, args.seed)
@@ -427,11 +426,17 @@ def _eval_protocols(args) -> int:
 
 
 def cmd_duel(args) -> int:
+    return _play_duel(args, args.first, args.second, args.games, args.max_frames)
+
+
+def _play_duel(args, first_spec: str, second_spec: str, games: int, max_frames: int) -> int:
+    """A match and its report, for duel and for eval's matches; `args.sample` is duel's choice of players
+    or eval's flag (both players)."""
     from pongrl.arena import load_player, play_match, summarize_match
 
-    first, second = load_player(args.first), load_player(args.second)
+    first, second = load_player(first_spec), load_player(second_spec)
     sample = SAMPLE_CHOICES[args.sample] if isinstance(args.sample, str) else (args.sample, args.sample)
-    games = play_match(first, second, args.games, args.seed, sample, args.max_frames, args.serve_assist,
+    games = play_match(first, second, games, args.seed, sample, max_frames, args.serve_assist,
                        args.sticky_actions, args.game_mode)
     summary = summarize_match(games)
     if args.json:
