@@ -345,8 +345,12 @@ def test_training_under_sticky_actions_is_saved_kept_by_resume_and_changed_only_
     (["train", "dqn", "--sticky-actions", "1"], "--sticky-actions must be in [0, 1), got 1.0"),
     (["train", "ppo", "--sticky-actions", "-0.5"], "--sticky-actions must be in [0, 1), got -0.5"),
     (["train", "dqn", "--sticky-actions", "sometimes"], "expected a number"),
+    (["train", "selfplay", "--builtin-fraction", "1.5"], "--builtin-fraction must be in [0, 1], got 1.5"),
+    (["train", "selfplay", "--builtin-fraction", "-0.1"], "--builtin-fraction must be in [0, 1], got -0.1"),
+    (["train", "ppo", "--builtin-fraction", "0.5"], "--builtin-fraction is for self-play only"),
+    (["train", "selfplay", "--sticky-actions", "0.25", "--env", "reference"], "--sticky-actions needs --env fast"),
 ])
-def test_training_refuses_a_sticky_probability_outside_the_unit_interval(tmp_path, capsys, args, message):
+def test_training_refuses_sticky_and_builtin_fractions_it_cannot_use(tmp_path, capsys, args, message):
     run_dir = tmp_path / "never"
     code, _, err = run([*args, "--run-dir", str(run_dir)], capsys)
     assert code in (1, 2) and message in err and err.count("\n") == 1
