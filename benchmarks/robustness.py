@@ -17,16 +17,19 @@ import sys
 from pongrl import zoo
 from pongrl.agent import load_agent
 from pongrl.errors import PongrlError
-from pongrl.evaluate import STICKY_GAMES, evaluate_protocols
+from pongrl.evaluate import STICKY_GAMES, evaluate_protocols, summarize
 from pongrl.league import collect_entrants, play_league
 
 
 def builtin_scores(spec: str) -> dict:
-    """Both protocols' scores: from a zoo card that has them, else played now."""
+    """Both protocols' scores: from a zoo card (a card scored before the interval was recorded gets it from
+    its per-game scores, and no count of distinct games), else played now."""
     if zoo.is_zoo_spec(spec):
         scores = zoo.card(spec[len(zoo.PREFIX):]).get("scores", {})
         exact, sticky = scores.get("every_start", {}), scores.get("sticky_actions", {})
-        if "distinct_games" in exact and sticky.get("ci95"):
+        if exact and sticky.get("scores"):
+            if not sticky.get("ci95"):
+                sticky = {**sticky, "ci95": summarize([{"score": s} for s in sticky["scores"]])["ci95"]}
             return {"exact": exact, "sticky": sticky}
     return evaluate_protocols(load_agent(spec), STICKY_GAMES)
 
@@ -64,7 +67,7 @@ def main() -> int:
         exact, sticky = scores[name]["exact"], scores[name]["sticky"]
         low, high = sticky["ci95"]
         cells = ["" if other == name else "{:+.1f} ({}-{})".format(*versus[(name, other)]) for other in names]
-        print(f"| {name} | {exact['mean']:+.2f} | {exact['distinct_games']} | {sticky['mean']:+.2f} "
+        print(f"| {name} | {exact['mean']:+.2f} | {exact.get('distinct_games', '-')} | {sticky['mean']:+.2f} "
               f"({low:+.1f}..{high:+.1f}, {sticky['games']} games) | " + " | ".join(cells) + " |")
     print(f"\nTwo-player cells: the row agent's mean point difference per game against the column agent, and its "
           f"wins-losses, over {args.games} games (sides alternating, serve assist).")
