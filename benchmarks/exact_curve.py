@@ -34,7 +34,7 @@ def exact_score(path: str, results_dir: str, held_out_games: int = 0) -> dict:
     from pongrl.agent import load_agent
     from pongrl.arena import file_sha256
     from pongrl.errors import PongrlError
-    from pongrl.evaluate import evaluate_agent, evaluate_every_start, summarize
+    from pongrl.evaluation import evaluate_agent, evaluate_every_start, summarize
 
     if not os.path.isfile(path):
         raise PongrlError(f"{path}: no such checkpoint file")

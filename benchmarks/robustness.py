@@ -17,7 +17,7 @@ import sys
 from pongrl import zoo
 from pongrl.agent import load_agent
 from pongrl.errors import PongrlError
-from pongrl.evaluate import STICKY_GAMES, evaluate_protocols, summarize
+from pongrl.evaluation import STICKY_GAMES, evaluate_protocols, summarize
 from pongrl.league import collect_entrants, play_league
 
 

@@ -10,7 +10,7 @@
 Writes src/pongrl/zoo_agents/NAME.safetensors (the playing network, float32, or float16 with --float16)
 and NAME.json: algorithm,
 network, observation profile, env steps, the training command, and two scores against the built-in AI
-measured on the shipped file itself (pongrl.evaluate.evaluate_protocols), with the command that replays them:
+measured on the shipped file itself (pongrl.evaluation.evaluate_protocols), with the command that replays them:
 - greedy from each of the protocol's 31 no-op starts (exact: the emulator is deterministic; a test
   replays it and checks every start's score), with how many distinct games they were;
 - 100 greedy games under sticky actions 0.25, seed 0 (the ALE v5 protocol), with the 95% interval.
@@ -27,7 +27,7 @@ from pongrl import zoo
 from pongrl.agent import load_agent, playing_weights, save_safetensors_agent
 from pongrl.checkpoint import atomic_write_bytes, load_checkpoint, resolve
 from pongrl.errors import PongrlError
-from pongrl.evaluate import STICKY_GAMES, evaluate_protocols
+from pongrl.evaluation import STICKY_GAMES, evaluate_protocols
 from pongrl.nets import is_shared_torso, torso_kind
 
 STICKY_SEED = 0

@@ -263,9 +263,9 @@ def test_resume_may_change_how_often_the_run_is_evaluated(tmp_path, capsys):
 
 
 def test_eval_every_start_plays_one_greedy_game_per_start(trained_run, capsys, monkeypatch):
-    import pongrl.evaluate
+    import pongrl.evaluation
 
-    monkeypatch.setattr(pongrl.evaluate, "NOOP_MAX", 2)  # three starts instead of 31, to stay short
+    monkeypatch.setattr(pongrl.evaluation, "NOOP_MAX", 2)  # three starts instead of 31, to stay short
     code, out, err = run(["eval", trained_run, "--every-start", "--json", "--torch-threads", "1"], capsys)
     assert code == 0, err
     result = json.loads(out)
@@ -373,7 +373,7 @@ def test_eval_reports_both_protocols_with_distinct_games_and_an_interval(trained
 
 
 def test_summaries_count_distinct_games_and_give_an_interval_that_can_miss():
-    from pongrl.evaluate import summarize
+    from pongrl.evaluation import summarize
 
     games = [{"score": s, "fingerprint": f} for s, f in ((10, "a"), (12, "b"), (10, "a"), (14, "c"))]
     summary = summarize(games)
@@ -381,3 +381,16 @@ def test_summaries_count_distinct_games_and_give_an_interval_that_can_miss():
     low, high = summary["ci95"]
     assert low < 11.5 < high and high - low == pytest.approx(2 * 3.182446 * np.std([10, 12, 10, 14], ddof=1) / 2, rel=1e-5)
     assert summarize(games[:1])["ci95"] is None
+
+
+def test_a_games_course_ignores_its_opening_and_tells_other_games_apart():
+    from pongrl.evaluation import describe_protocols, game_course
+
+    game = [(40, 1), (140, 1), (260, -1), (300, 1)]
+    shifted = [(step + 7, sign) for step, sign in game]  # the same game after a longer no-op start
+    assert game_course(game) == game_course(shifted)
+    assert game_course(game) != game_course([(40, 1), (140, 1), (261, -1), (301, 1)])
+    assert game_course(game) != game_course([(40, 1), (140, -1), (260, -1), (300, 1)])
+    one_game = {"exact": {"mean": 21.0, "games": 31, "scores": [21] * 31, "distinct_games": 4},
+                "sticky": {"mean": 15.0, "games": 1, "ci95": None, "probability": 0.25, "seed": 0}}
+    assert "no interval from one game" in describe_protocols(one_game)[1]

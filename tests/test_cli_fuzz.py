@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pongrl import cli
+from pongrl import cli, training
+from pongrl.run import TrainingOutcome
 
 from cli_helpers import run
 
@@ -75,7 +76,8 @@ def sandbox(tmp_path, monkeypatch):
     (work / "garbage.pt").write_bytes(b"\x80\x04not really a pickle")
     (work / "empty_dir").mkdir()
     monkeypatch.chdir(work)
-    monkeypatch.setattr(cli, "_trainer", lambda algo: lambda config, run_dir, resume_from=None: 0)
+    finished = TrainingOutcome(0, None, 0, "")
+    monkeypatch.setattr(training, "_training_loop", lambda algo: lambda config, run_dir, resume_from=None, **options: finished)
     return tmp_path
 
 

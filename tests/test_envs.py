@@ -71,7 +71,7 @@ def test_sticky_actions_make_the_emulator_draw_and_the_seed_fixes_the_draws():
     # emulator from its own seed. The same start then gives other games under other seeds (what
     # makes it a held-out test of a policy tuned to the deterministic protocol), and the same seed
     # the same game again. P = 0 keeps the protocol exact.
-    from pongrl.evaluate import play_games
+    from pongrl.evaluation import play_games
 
     def act(obs):  # a policy that reacts to what it sees, so that a repeated action changes the game
         return obs.reshape(len(obs), -1).sum(axis=1, dtype=np.int64) % 6

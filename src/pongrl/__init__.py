@@ -1,13 +1,47 @@
-"""pongrl: train and study agents that play Atari Pong from pixels."""
+"""pongrl: train and study agents that play Atari Pong from pixels.
+
+The library in a few names (see docs/api.md; the CLI is a thin shell over them):
+
+- `load_agent(spec)`: any agent (a checkpoint, a run, a safetensors file, `zoo:NAME`, `hf://...`); an
+  `Agent` gives `act`/`predict` (actions), `preferences` (Q-values or policy logits) and `layers`
+  (every layer's activations) for a batch of observations.
+- `train(algo, run_dir, ...)` -> `Run`: metrics, checkpoints, `resume`, `branch`, `agent`.
+- `evaluate(agent, ...)` and `evaluate_protocols(agent)` against the built-in AI; `duel(first, second)`.
+- `PongrlError`: every problem the user can fix.
+
+`import pongrl` loads neither torch nor the emulator: the names load their module on first use.
+"""
+import importlib
+
 import gymnasium
+
+from pongrl.errors import PongrlError
 
 __version__ = "0.1.0"
 
 # Single-player Pong with the DQN protocol, for any Gymnasium user: `import pongrl` then
 # `gymnasium.make("pongrl/Pong-v0")` or `gymnasium.make_vec("pongrl/Pong-v0", num_envs=N)`.
-# Entry points are strings, so importing pongrl loads neither the emulator nor torch.
 gymnasium.register(
     id="pongrl/Pong-v0",
     entry_point="pongrl.envs.single:PongEnv",
     vector_entry_point="pongrl.envs.single:make_pong_vector_env",
 )
+
+_EXPORTS = {
+    "Agent": "pongrl.agent", "load_agent": "pongrl.agent",
+    "Run": "pongrl.training", "train": "pongrl.training", "make_config": "pongrl.training",
+    "CheckpointWriteError": "pongrl.training",
+    "evaluate": "pongrl.evaluation", "evaluate_protocols": "pongrl.evaluation",
+    "duel": "pongrl.arena",
+}
+__all__ = ["PongrlError", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'pongrl' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_EXPORTS))

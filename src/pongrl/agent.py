@@ -5,6 +5,8 @@ evaluation never feeds it the wrong pixels.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 
@@ -40,7 +42,16 @@ class Agent:
                 for key, value in self.network.state_dict().items()}
 
     def preferences(self, obs: np.ndarray) -> np.ndarray:
+        """(N, 6) action preferences for a batch of observations: Q-values, or a policy's logits."""
         raise NotImplementedError
+
+    def predict(self, obs: np.ndarray, deterministic: bool = True, rng: np.random.Generator | None = None):
+        """Stable-Baselines3's name for acting: the action for one observation (an int) or the actions for a
+        batch (an array); `deterministic=False` samples (see `act`). Unlike SB3 it returns no recurrent state."""
+        obs = np.asarray(obs)
+        single = obs.ndim == 3
+        actions = self.act(obs[None] if single else obs, rng=rng, sample=not deterministic)
+        return int(actions[0]) if single else actions
 
     def layers(self, obs: np.ndarray) -> dict[str, np.ndarray]:
         """Every layer's activations for a batch of observations, flattened to (N, width), in float32:
@@ -211,6 +222,15 @@ def load_agent(spec: str) -> Agent:
     agent = load_safetensors_agent(path, name) if path.endswith(".safetensors") else _load_torch_file(path, name)
     agent.path = path
     return agent
+
+
+def as_agent(agent_or_spec) -> Agent:
+    """An Agent as given, or the agent that a spec names (see load_agent)."""
+    if isinstance(agent_or_spec, Agent):
+        return agent_or_spec
+    if not isinstance(agent_or_spec, (str, os.PathLike)):
+        raise PongrlError(f"expected an agent or the spec of one, got {type(agent_or_spec).__name__}")
+    return load_agent(os.fspath(agent_or_spec))
 
 
 def _load_torch_file(path: str, name: str) -> Agent:

@@ -25,7 +25,7 @@ from pongrl.checkpoint import run_name
 from pongrl.envs.match import LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
 from pongrl.errors import PongrlError
 from pongrl.game import CLASSIC_MODE, MAX_CYCLES, MAX_PARALLEL_GAMES
-from pongrl.evaluate import play_games
+from pongrl.evaluation import play_games
 
 BUILTIN = "builtin"
 
@@ -67,6 +67,31 @@ def load_player(spec: str) -> Player:
     agent = load_agent(spec)
     name = agent.name if agent.name != agent.path else player_name(agent.path, agent.env_step)
     return Player(name, agent, file_sha256(agent.path), agent.env_step, agent.path)
+
+
+def as_player(player) -> Player:
+    """A Player as given; an Agent as a player; a spec (`builtin` or any agent spec) loaded (see load_player)."""
+    if isinstance(player, Player):
+        return player
+    if isinstance(player, Agent):
+        path = getattr(player, "path", "")
+        sha256 = file_sha256(path) if path and os.path.isfile(path) else ""
+        return Player(player.name, player, sha256, player.env_step, path)
+    if not isinstance(player, (str, os.PathLike)):
+        raise PongrlError(f"expected an agent, 'builtin' or the spec of an agent, got {type(player).__name__}")
+    return load_player(os.fspath(player))
+
+
+def duel(first, second, games: int = 10, seed: int = 0, sample: bool | tuple[bool, bool] = False,
+         max_frames: int = MAX_CYCLES, serve_assist: bool = False, sticky_actions: float = 0.0,
+         game_mode: int = CLASSIC_MODE) -> dict:
+    """A match between two players (each an Agent, `"builtin"` or an agent spec), sides alternating; the
+    arguments are play_match's. Returns the players' names and steps, the summary of `summarize_match`
+    (scored for `first`) and the games under "per_game"."""
+    first, second = as_player(first), as_player(second)
+    per_game = play_match(first, second, games, seed, sample, max_frames, serve_assist, sticky_actions, game_mode)
+    return {"first": first.name, "second": second.name, "first_env_step": first.env_step,
+            "second_env_step": second.env_step, **summarize_match(per_game), "per_game": per_game}
 
 
 def play_match(first: Player, second: Player, games: int, seed: int, sample: bool | tuple[bool, bool] = False,

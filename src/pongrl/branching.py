@@ -62,8 +62,9 @@ def branch_run(run_dir: str, new_run_dir: str, changes: dict, checkpoint: str | 
     config_module.validate(config)
     prepare_new_run(new_run_dir, config, force=False)
     # The new run's first checkpoint is the branch point, recorded with the new settings so that it resumes them.
+    # DQN keeps its replay memory beside the latest checkpoint only: from an older one the branch refills it.
     replay = payload.get("replay_buffer")
-    if replay:  # DQN keeps its replay memory beside the checkpoint
+    if replay and os.path.exists(os.path.join(os.path.dirname(payload["path"]), replay)):
         shutil.copyfile(os.path.join(os.path.dirname(payload["path"]), replay),
                         os.path.join(checkpoint_dir(new_run_dir), replay))
     branched = {k: v for k, v in payload.items() if k not in ("path", "format", "format_version")}

@@ -10,11 +10,11 @@ import dataclasses
 import json
 import os
 import sys
-import time
 
 from pongrl import config as config_module
 from pongrl.probes import cli as probe_cli
 from pongrl.errors import PongrlError
+from pongrl.training import CheckpointWriteError
 from pongrl.game import CLASSIC_MODE, MAX_CYCLES
 
 
@@ -97,9 +97,8 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only:
             parser.add_argument(flag, type=str, default=None, help=helptext)
 
 
-# What `pongrl resume` may change besides the step count: where the run runs and how it reports.
+# What `pongrl resume` and `pongrl branch` may change (see pongrl.training).
 RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
-# What `pongrl branch` may change: any setting but the algorithm, the preset it started from and the step count.
 DQN_FIELDS = {f.name for f in dataclasses.fields(config_module.DQNConfig)}
 BRANCH_FLAGS = (DQN_FIELDS | {f.name for f in dataclasses.fields(config_module.PPOConfig)}) - {"algo", "preset", "total_steps"}
 
@@ -283,79 +282,36 @@ def build_parser() -> Parser:
     return parser
 
 
-def _trainer(algo: str):
-    if algo == "dqn":
-        from pongrl.algos import dqn
-
-        return dqn.train
-    from pongrl.algos import ppo
-
-    return ppo.train
-
-
-def _check_torchrun(algo: str, run_dir: str | None) -> bool:
-    """Under torchrun: PPO only, with an explicit --run-dir (each rank must name the same one).
-    Returns whether this process is the one that writes run files."""
-    from pongrl.distributed import is_main_process, launched_by_torchrun
-
-    if launched_by_torchrun():
-        if algo == "dqn":
-            raise PongrlError("DQN has no data-parallel mode: run it without torchrun")
-        if run_dir is None:
-            raise PongrlError("under torchrun give --run-dir, so that every process names the same run")
-    return is_main_process()
-
-
 def cmd_train(args) -> int:
-    from pongrl.run import prepare_new_run
+    from pongrl import training
 
-    main_process = _check_torchrun(args.algo, args.run_dir)
     cls, _ = config_module.CONFIG_CLASSES[args.algo]
     overrides = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls) if f.name not in ("algo", "preset")}
-    config = config_module.make_config(args.algo, args.preset, overrides)
-    run_dir = args.run_dir or os.path.join(
-        "runs", f"pong__{args.algo}__{args.preset}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}")
-    if main_process:
-        prepare_new_run(run_dir, config, args.force)
-        print(f"pongrl: training {args.algo} ({args.preset} preset) into {run_dir}", file=sys.stderr)
-    return _trainer(args.algo)(config, run_dir)
+    run = training.train(args.algo, args.run_dir, args.preset, force=args.force, verbose=True, handle_signals=True,
+                         **{name: value for name, value in overrides.items() if value is not None})
+    return run.outcome.exit_code
 
 
 def cmd_resume(args) -> int:
-    from pongrl.branching import resume_point
-    from pongrl.run import CONFIG_FILE, open_existing_run
+    from pongrl import training
 
-    config = open_existing_run(args.run_dir)
-    main_process = _check_torchrun(config.algo, args.run_dir)
-    payload, step = resume_point(args.run_dir, config, args.checkpoint, args.extra_steps, args.total_steps)
-    for name in sorted(RESUME_FLAGS):
-        if getattr(args, name) is not None:
-            setattr(config, name, getattr(args, name))
-    config_module.validate(config)
-    if main_process:
-        config_module.save_yaml(config, os.path.join(args.run_dir, CONFIG_FILE))
-        print(f"pongrl: resuming {args.run_dir} at step {step} until step {config.total_steps}", file=sys.stderr)
-    return _trainer(config.algo)(config, args.run_dir, resume_from=payload["path"])
+    run = training.Run(args.run_dir).resume(args.extra_steps, args.total_steps, args.checkpoint, verbose=True,
+                                            handle_signals=True, **{name: getattr(args, name) for name in RESUME_FLAGS})
+    return run.outcome.exit_code
 
 
 def cmd_branch(args) -> int:
-    from pongrl.branching import branch_run
-    from pongrl.distributed import launched_by_torchrun
+    from pongrl import training
 
-    if launched_by_torchrun():
-        raise PongrlError("pongrl branch runs in one process: branch first, then continue the new run with torchrun")
-    changes = {name: getattr(args, name) for name in sorted(BRANCH_FLAGS) if getattr(args, name, None) is not None}
-    config, step, start = branch_run(args.run_dir, args.new_run_dir, changes, args.checkpoint, args.extra_steps,
-                                     args.total_steps)
-    summary = ", ".join(f"{name}={value}" for name, value in changes.items()) or "no setting changed"
-    print(f"pongrl: branched {args.run_dir} at step {step} into {args.new_run_dir} ({summary}); "
-          f"training until step {config.total_steps}", file=sys.stderr)
-    return _trainer(config.algo)(config, args.new_run_dir, resume_from=start)
+    changes = {name: getattr(args, name, None) for name in BRANCH_FLAGS}
+    run = training.Run(args.run_dir).branch(args.new_run_dir, args.checkpoint, args.extra_steps, args.total_steps,
+                                            verbose=True, handle_signals=True, **changes)
+    return run.outcome.exit_code
 
 
 def cmd_eval(args) -> int:
     from pongrl.agent import load_agent
-    from pongrl.evaluate import evaluate_agent, evaluate_every_start, summarize
+    from pongrl.evaluation import evaluate_agent, evaluate_every_start, summarize
 
     if not 0.0 <= args.epsilon <= 1.0:
         raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
@@ -412,7 +368,7 @@ def cmd_eval(args) -> int:
 
 def _eval_protocols(args) -> int:
     from pongrl.agent import load_agent
-    from pongrl.evaluate import STICKY_GAMES, describe_protocols, evaluate_protocols
+    from pongrl.evaluation import STICKY_GAMES, describe_protocols, evaluate_protocols
 
     agent = load_agent(args.checkpoint)
     result = evaluate_protocols(agent, args.episodes or STICKY_GAMES, args.seed)
@@ -432,29 +388,30 @@ def cmd_duel(args) -> int:
 def _play_duel(args, first_spec: str, second_spec: str, games: int, max_frames: int) -> int:
     """A match and its report, for duel and for eval's matches; `args.sample` is duel's choice of players
     or eval's flag (both players)."""
-    from pongrl.arena import load_player, play_match, summarize_match
+    from pongrl.arena import duel
 
-    first, second = load_player(first_spec), load_player(second_spec)
     sample = SAMPLE_CHOICES[args.sample] if isinstance(args.sample, str) else (args.sample, args.sample)
-    games = play_match(first, second, games, args.seed, sample, max_frames, args.serve_assist,
-                       args.sticky_actions, args.game_mode)
-    summary = summarize_match(games)
+    result = duel(first_spec, second_spec, games, args.seed, sample, max_frames, args.serve_assist,
+                  args.sticky_actions, args.game_mode)
+    games, first_name, second_name = result["per_game"], result["first"], result["second"]
     if args.json:
-        print(json.dumps({"first": first.name, "second": second.name, "first_env_step": first.env_step,
-                          "second_env_step": second.env_step, "seed": args.seed, "sample": list(sample),
+        print(json.dumps({"first": first_name, "second": second_name, "first_env_step": result["first_env_step"],
+                          "second_env_step": result["second_env_step"], "seed": args.seed, "sample": list(sample),
                           "serve_assist": args.serve_assist, "sticky_actions": args.sticky_actions,
-                          "game_mode": args.game_mode, **summary, "per_game": games}))
+                          "game_mode": args.game_mode, **{k: v for k, v in result.items() if k not in (
+                              "first", "second", "first_env_step", "second_env_step", "per_game")},
+                          "per_game": games}))
         return 0
     for index, game in enumerate(games, 1):
-        print(f"game {index:3d}: {first.name} ({game['first_side']}) {game['first_points']:2d}-{game['second_points']:2d} "
-              f"{second.name}  {game['outcome']}" + ("  (cut by the frame cap)" if game["cut"] else "")
+        print(f"game {index:3d}: {first_name} ({game['first_side']}) {game['first_points']:2d}-{game['second_points']:2d} "
+              f"{second_name}  {game['outcome']}" + ("  (cut by the frame cap)" if game["cut"] else "")
               + (f"  serve penalties {game['first_serve_penalties']}-{game['second_serve_penalties']}"
                  if game["first_serve_penalties"] or game["second_serve_penalties"] else ""))
-    low, high = summary["win_rate_95"]
-    print(f"{first.name} vs {second.name}: {summary['wins']} won, {summary['losses']} lost, {summary['draws']} drawn; "
-          f"win rate {summary['win_rate']:.2f} (95% interval {low:.2f}..{high:.2f}, draws count half); "
-          f"mean point difference {summary['mean_point_difference']:+.2f} +- {summary['point_difference_stderr']:.2f} (s.e.); "
-          f"serve penalties {summary['first_serve_penalties']}-{summary['second_serve_penalties']}"
+    low, high = result["win_rate_95"]
+    print(f"{first_name} vs {second_name}: {result['wins']} won, {result['losses']} lost, {result['draws']} drawn; "
+          f"win rate {result['win_rate']:.2f} (95% interval {low:.2f}..{high:.2f}, draws count half); "
+          f"mean point difference {result['mean_point_difference']:+.2f} +- {result['point_difference_stderr']:.2f} (s.e.); "
+          f"serve penalties {result['first_serve_penalties']}-{result['second_serve_penalties']}"
           + (f"; sticky actions {args.sticky_actions:g}" if args.sticky_actions else "")
           + (f"; game variation {args.game_mode}" if args.game_mode != CLASSIC_MODE else ""))
     return 0
@@ -591,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.play_threads)
     try:
         return COMMANDS[args.command](args)
+    except CheckpointWriteError as error:
+        print(f"pongrl: {error}", file=sys.stderr)
+        return 1
     except PongrlError as error:
         print(f"pongrl: error: {error}", file=sys.stderr)
         return 1

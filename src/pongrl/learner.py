@@ -30,6 +30,7 @@ class LearnerState:
         self.counters = dict(env_step=0, episodes=0, wall_seconds=0.0, resumes=0, env_seed=0, **counters)
         self.recent_returns: deque = deque(maxlen=recent_episodes)
         self.recent_lengths: deque = deque(maxlen=recent_episodes)
+        self.notes: list[str] = []  # what restoring found worth saying, shown when the session reports
 
     def modules(self) -> dict:
         """Name -> object with state_dict()/load_state_dict(), saved under payload["state"]."""

@@ -109,8 +109,10 @@ class FrameReplayBuffer:
         return out
 
     def _candidates(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Slots to try, uniformly over every ring; those not sampleable are dropped by the caller."""
-        return rng.integers(0, self.num_envs, size=count), rng.integers(0, self.ring_size, size=count)
+        """Slots to try, uniformly over the written part of every ring (rings fill from slot 0, so a small
+        learning_starts finds its few transitions); those not sampleable are dropped by the caller."""
+        env = rng.integers(0, self.num_envs, size=count)
+        return env, (rng.random(count) * np.maximum(self.filled[env], 1)).astype(np.int64)
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Transitions with n-step returns: obs, actions, returns, next_obs, discounts (gamma^k for a

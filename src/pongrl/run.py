@@ -11,6 +11,7 @@ so the curve continues without a gap or a duplicated step.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import os
@@ -209,11 +210,11 @@ class StopSignal:
     """Turns SIGINT/SIGTERM (or the `signals` given) into a flag that a loop checks between steps, so it
     can write what it must and exit cleanly, never interrupted inside a library's call. A second signal
     while stopping is ignored until the write ends. Outside the main thread (where Python cannot take
-    signals) it installs nothing."""
+    signals) or with `enabled=False` (the library's default, leaving the caller's handlers) it installs nothing."""
 
-    def __init__(self, signals: tuple = (signal.SIGINT, signal.SIGTERM)):
+    def __init__(self, signals: tuple = (signal.SIGINT, signal.SIGTERM), enabled: bool = True):
         self.received: int | None = None
-        self._signals = signals
+        self._signals = signals if enabled else ()
         self._previous = {}
 
     def __enter__(self):
@@ -281,16 +282,21 @@ class TrainingSession:
     """
 
     def __init__(self, run_dir: str, config, columns: list[str], step: int, resumed_at: int | None,
-                 wall_seconds: float, description: str, writes: bool = True):
+                 wall_seconds: float, description: str, writes: bool = True, verbose: bool = True,
+                 notes: list[str] = ()):
         # Under torchrun only rank 0 writes (`writes=False` elsewhere): the other ranks keep the same
-        # clock and decisions with silent stand-ins for the files and the terminal.
+        # clock and decisions with silent stand-ins for the files and the terminal. `verbose=False`
+        # silences the terminal only (the library's default).
         self.writes = writes
+        self.run_dir = run_dir
         if writes:
             self.metrics = MetricsLog(os.path.join(run_dir, METRICS_FILE), columns, resumed_at)
             self.board = TensorBoard(run_dir, config, purge_step=resumed_at + 1 if resumed_at is not None else None)
-            self.progress = Progress(config.total_steps, step, description)
         else:
-            self.metrics = self.board = self.progress = _Silent()
+            self.metrics = self.board = _Silent()
+        self.progress = Progress(config.total_steps, step, description) if writes and verbose else _Silent()
+        for note in notes:
+            self.progress.log(note)
         self.stopwatch = Stopwatch(wall_seconds)
         self._clock = (time.perf_counter(), step)
         self.steps_per_second = 0.0
@@ -357,23 +363,39 @@ class TrainingSession:
         self.metrics.close()
         self.board.close()
 
-    def end(self, stop: StopSignal, step: int, run_dir: str) -> int:
-        """Close, say how training ended and return the exit code: 0, 128 + signal when stopped by
-        one, 1 when the last checkpoint could not be written (the previous one is intact)."""
+    def end(self, stop: StopSignal, step: int) -> "TrainingOutcome":
+        """Close and say how training ended (see TrainingOutcome)."""
         self.close()
         if not self.writes:
-            return 0
+            return TrainingOutcome(step, None, 0, "")
+        run_dir = self.run_dir
         if self.saved_step != step:
-            print(f"pongrl: stopped at step {step} without a checkpoint of it (the disk refused the write); the latest "
-                  f"intact one is {read_latest(self.checkpoint_dir) or 'none'}; free space or fix permissions, then: "
-                  f"pongrl resume {run_dir}", file=sys.stderr)
-            return 1
+            return TrainingOutcome(
+                step, read_latest(self.checkpoint_dir), 1,
+                f"stopped at step {step} without a checkpoint of it (the disk refused the write); the latest "
+                f"intact one is {read_latest(self.checkpoint_dir) or 'none'}; free space or fix permissions, then: "
+                f"pongrl resume {run_dir}")
         if stop.received:
-            print(f"pongrl: stopped at step {step}; checkpoint {self.checkpoint_path}; continue with: pongrl resume {run_dir}",
-                  file=sys.stderr)
-            return stop.exit_code
-        print(f"pongrl: finished at step {step}; checkpoint {self.checkpoint_path}", file=sys.stderr)
-        return 0
+            return TrainingOutcome(step, self.checkpoint_path, stop.exit_code,
+                                   f"stopped at step {step}; checkpoint {self.checkpoint_path}; "
+                                   f"continue with: pongrl resume {run_dir}")
+        return TrainingOutcome(step, self.checkpoint_path, 0, f"finished at step {step}; checkpoint {self.checkpoint_path}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingOutcome:
+    """How a training session ended: at `step`, its newest intact `checkpoint`, the process `exit_code`
+    (0 finished, 128 + N stopped by signal N after its checkpoint, 1 the last checkpoint could not be
+    written) and a one-line `message` ("" on the torchrun ranks that do not write)."""
+
+    step: int
+    checkpoint: str | None
+    exit_code: int
+    message: str
+
+    @property
+    def finished(self) -> bool:
+        return self.exit_code == 0
 
 
 class _Silent:

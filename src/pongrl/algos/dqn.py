@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 import time
 
 import numpy as np
@@ -25,11 +24,11 @@ from pongrl.agent import QAgent
 from pongrl.checkpoint import checkpoint_name, save_checkpoint
 from pongrl.envs import make_vector_env
 from pongrl.game import NUM_ACTIONS
-from pongrl.evaluate import evaluate_agent, summarize
+from pongrl.evaluation import evaluate_agent, summarize
 from pongrl.nets import QNetwork
 from pongrl.replay import FrameReplayBuffer, PrioritizedReplayBuffer
 from pongrl.learner import LearnerState, make_adam, start_learner
-from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
+from pongrl.run import PhaseClock, StopSignal, TrainingOutcome, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
 METRIC_COLUMNS = [
@@ -106,12 +105,14 @@ class DQNState(LearnerState):
             if os.path.exists(replay_path):
                 self.buffer.load(replay_path)
             else:
-                print(f"pongrl: note: {replay_path} is gone (only the latest checkpoint keeps its replay buffer); "
-                      "refilling the buffer before learning again", file=sys.stderr)
+                self.notes.append(f"pongrl: note: {replay_path} is gone (only the latest checkpoint keeps its replay "
+                                  "buffer); refilling the buffer before learning again")
 
 
-def train(config, run_dir: str, resume_from: str | None = None) -> int:
-    """Train (or continue) a DQN run; returns the process exit code."""
+def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = True,
+          handle_signals: bool = True) -> TrainingOutcome:
+    """Train (or continue, from the checkpoint `resume_from`) a DQN run in the prepared `run_dir`.
+    `verbose` shows progress on stderr; `handle_signals` makes SIGINT/SIGTERM stop it after a checkpoint."""
     state, device = start_learner(DQNState, config, resume_from)
     q_network, target_network, optimizer = state.q_network, state.target_network, state.optimizer
     buffer, counters, rng = state.buffer, state.counters, state.rng
@@ -122,7 +123,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
     running_length = np.zeros(config.num_envs, np.int64)
 
     session = TrainingSession(run_dir, config, METRIC_COLUMNS, env_step, env_step if resume_from else None,
-                              counters["wall_seconds"], "dqn")
+                              counters["wall_seconds"], "dqn", verbose=verbose, notes=state.notes)
     losses, q_means, pending_eval = [], [], None
     phases = PhaseClock()  # "env" is only the wait for the emulators that the gradient steps did not hide
 
@@ -135,7 +136,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             buffer.save(os.path.join(checkpoint_dir(run_dir), payload["replay_buffer"]))
         return save_checkpoint(checkpoint_dir(run_dir), payload, keep=config.keep_checkpoints)
 
-    with StopSignal() as stop:
+    with StopSignal(enabled=handle_signals) as stop:
         while env_step < config.total_steps and not stop.received and not session.disk_failed:
             # 1. Act: epsilon-greedy on the current stacks, random until learning starts.
             epsilon = linear_epsilon(config, env_step)
@@ -217,7 +218,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         if session.needs_final_checkpoint(env_step):
             session.checkpoint(make_checkpoint, env_step)
     env.close()
-    return session.end(stop, env_step, run_dir)
+    return session.end(stop, env_step)
 
 
 def _gradient_step(config, buffer, rng, q_network, target_network, optimizer, device):

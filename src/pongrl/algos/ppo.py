@@ -30,7 +30,7 @@ from pongrl.game import NUM_ACTIONS, PLAYERS
 from pongrl.nets import ActorCritic
 from pongrl.learner import LearnerState, make_adam, start_learner
 from pongrl.opponents import OpponentPool
-from pongrl.run import PhaseClock, StopSignal, TrainingSession, checkpoint_dir
+from pongrl.run import PhaseClock, StopSignal, TrainingOutcome, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
 RECENT_EPISODES = 20
@@ -193,8 +193,10 @@ def collection_points(config) -> list[int]:
     return [config.total_steps * i // k for i in range(1, k + 1)] if k else []
 
 
-def train(config, run_dir: str, resume_from: str | None = None) -> int:
-    """Train (or continue) a PPO run; returns the process exit code."""
+def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = True,
+          handle_signals: bool = True) -> TrainingOutcome:
+    """Train (or continue, from the checkpoint `resume_from`) a PPO or self-play run in the prepared `run_dir`.
+    `verbose` shows progress on stderr; `handle_signals` makes SIGINT/SIGTERM stop it after a checkpoint."""
     state, device = start_learner(PPOState, config, resume_from)
     agent, optimizer, counters = state.agent, state.optimizer, state.counters
     step = counters["env_step"]
@@ -274,7 +276,8 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
                                    f"charts/episodic_length{player}": int(length)}, step)
 
     session = TrainingSession(run_dir, config, METRIC_COLUMNS, step, step if resume_from else None,
-                              counters["wall_seconds"], config.algo, writes=world.is_main)
+                              counters["wall_seconds"], config.algo, writes=world.is_main,
+                              verbose=verbose, notes=state.notes)
     pending_eval, update_stats = None, {}
     phases = PhaseClock()
 
@@ -288,7 +291,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
         session.checkpoint(lambda: make_checkpoint(permanent), step)
         world.barrier()
 
-    with StopSignal() as stop:
+    with StopSignal(enabled=handle_signals) as stop:
         while step < config.total_steps and not world.any(stop.received or session.disk_failed):
             learning_rate = learning_rate_at(config, step)
             for group in optimizer.param_groups:
@@ -383,7 +386,7 @@ def train(config, run_dir: str, resume_from: str | None = None) -> int:
             save()
     env.close()
     world.close()
-    return session.end(stop, step, run_dir)
+    return session.end(stop, step)
 
 
 def evaluate_against_builtin(agent: ActorCritic, config, seed: int) -> dict:
@@ -391,7 +394,7 @@ def evaluate_against_builtin(agent: ActorCritic, config, seed: int) -> dict:
     agent trains on: greedy play, and (--eval-sampled) play drawing its actions from the policy, as it
     plays in training. The two can differ widely: a self-play policy may score only when sampling."""
     from pongrl.agent import PolicyAgent
-    from pongrl.evaluate import evaluate_agent, summarize
+    from pongrl.evaluation import evaluate_agent, summarize
 
     player = PolicyAgent(agent, obs_profile(config))
     greedy = summarize(evaluate_agent(player, config.eval_episodes, seed, config.eval_epsilon,

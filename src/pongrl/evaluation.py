@@ -24,8 +24,9 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
     paddle against the built-in AI, showing the agent its observation `profile`. Each emulator plays
     a fixed quota of games, so short games do not crowd out long ones. With `starts` (no-op frame
     counts; `episodes` must be their number), plays one game from each start, in that order. Returns
-    one dict per game: score, points won and lost, length, a fingerprint of the agent's actions (two
-    games with the same one are the same game on the deterministic protocol), and the start, when given.
+    one dict per game: score, points won and lost, length, a fingerprint of its course (who won each point
+    and the agent steps between points, the opening left out: games from different no-op starts that fall
+    into the same rally pattern share it), and the start, when given.
     `sticky_actions` > 0 makes the emulator repeat the previous action on a frame with that
     probability (the ALE v5 protocol uses 0.25): a held-out test of a policy that the deterministic
     protocol lets fall into one repeated winning pattern."""
@@ -53,33 +54,39 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
         lost = np.zeros(num_envs, np.int64)
         length = np.zeros(num_envs, np.int64)
         games: list[list[dict]] = [[] for _ in range(num_envs)]
-        actions_seen = [hashlib.sha256() for _ in range(num_envs)]
+        points: list[list[tuple[int, int]]] = [[] for _ in range(num_envs)]  # (step, +1 or -1) per point
         while any(len(games[i]) < quota[i] for i in range(num_envs)):
-            actions = np.asarray(act(obs), dtype=np.int64)
-            for i in range(num_envs):
-                actions_seen[i].update(actions[i].tobytes())
-            obs, reward, terminated, truncated, _ = env.step(actions)
+            obs, reward, terminated, truncated, _ = env.step(np.asarray(act(obs), dtype=np.int64))
             won += reward > 0
             lost += reward < 0
             length += 1
+            for i in np.flatnonzero(reward):
+                points[i].append((int(length[i]), int(np.sign(reward[i]))))
             for i in np.flatnonzero(terminated | truncated):
                 if len(games[i]) < quota[i]:
                     game = {"score": int(won[i] - lost[i]), "points_won": int(won[i]), "points_lost": int(lost[i]),
                             "length": int(length[i]), "truncated": bool(truncated[i]),
-                            "fingerprint": actions_seen[i].hexdigest()[:16]}
+                            "fingerprint": game_course(points[i])}
                     if env_starts is not None:
                         game["start_noop_frames"] = int(env_starts[i][len(games[i])])
                     games[i].append(game)
                 won[i] = lost[i] = length[i] = 0
-                actions_seen[i] = hashlib.sha256()
+                points[i] = []
     finally:
         env.close()
     return [game for env_games in games for game in env_games]
 
 
+def game_course(points: list[tuple[int, int]]) -> str:
+    """A game's fingerprint from its points (agent step, +1 won / -1 lost): who won each, and the steps between
+    consecutive points. The time to the first point is left out, since it carries the no-op start."""
+    course = [(sign, step - before) for (before, _), (step, sign) in zip(points, points[1:])]
+    return hashlib.sha256(repr((points[0][1] if points else 0, course)).encode()).hexdigest()[:16]
+
+
 def summarize(games: list[dict]) -> dict:
     """Mean, spread, the 95% interval of the mean (Student's t; a single game has none) and how many of
-    the games were distinct (by the agent's actions, where recorded)."""
+    the games were distinct (by their course, where recorded)."""
     from scipy import stats
 
     scores = np.array([g["score"] for g in games], np.float64)
@@ -97,6 +104,20 @@ def summarize(games: list[dict]) -> dict:
     if all("fingerprint" in g for g in games):
         summary["distinct_games"] = len({g["fingerprint"] for g in games})
     return summary
+
+
+def evaluate(agent, episodes: int = 10, seed: int = 0, epsilon: float = 0.0, sticky_actions: float = 0.0) -> dict:
+    """`agent` (an Agent or any agent spec: file, run, `zoo:NAME`, `hf://...`) against the built-in AI for
+    `episodes` greedy games (epsilon-greedy with `epsilon`; sticky actions with probability `sticky_actions`,
+    0.25 in the ALE v5 protocol). Returns the summary of `summarize` with the games under "per_game"."""
+    from pongrl.agent import as_agent
+
+    if not 0.0 <= epsilon <= 1.0:
+        raise PongrlError(f"epsilon must be in [0, 1], got {epsilon}")
+    if episodes <= 0:
+        raise PongrlError(f"the number of games must be positive, got {episodes}")
+    games = evaluate_agent(as_agent(agent), episodes, seed, epsilon, sticky_actions=sticky_actions)
+    return {**summarize(games), "per_game": games}
 
 
 def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0, sample: bool = False,
@@ -121,7 +142,10 @@ def evaluate_every_start(agent, seed: int = 0) -> list[dict]:
 def evaluate_protocols(agent, sticky_games: int = STICKY_GAMES, seed: int = 0) -> dict:
     """An agent's score against the built-in AI under both protocols: "exact" (greedy from each of the 31
     starts, with how many distinct games they were) and "sticky" (`sticky_games` greedy games under sticky
-    actions 0.25 from seed `seed`, with the 95% interval of the mean)."""
+    actions 0.25 from seed `seed`, with the 95% interval of the mean). `agent` may be a spec."""
+    from pongrl.agent import as_agent
+
+    agent = as_agent(agent)
     exact = summarize(evaluate_every_start(agent))
     sticky = {**summarize(evaluate_agent(agent, sticky_games, seed, sticky_actions=STICKY_PROTOCOL)),
               "probability": STICKY_PROTOCOL, "seed": seed}
@@ -132,8 +156,9 @@ def describe_protocols(result: dict) -> list[str]:
     """The two scores of `evaluate_protocols` in words, a line each."""
     exact, sticky = result["exact"], result["sticky"]
     won = sum(score > 0 for score in exact["scores"])
-    low, high = sticky["ci95"]
+    interval = ("no interval from one game" if sticky["ci95"] is None else
+                "95% interval {:+.2f}..{:+.2f}".format(*sticky["ci95"]))
     return [f"exact protocol: {exact['mean']:+.2f} over all {exact['games']} starts ({won} won; "
             f"{exact['distinct_games']} distinct games)",
             f"sticky actions {sticky['probability']:g}: {sticky['mean']:+.2f} over {sticky['games']} games "
-            f"(95% interval {low:+.2f}..{high:+.2f}; seed {sticky['seed']})"]
+            f"({interval}; seed {sticky['seed']})"]
