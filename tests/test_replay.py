@@ -220,3 +220,13 @@ def test_closing_episodes_takes_the_abandoned_observation_out_of_the_draw():
     assert buffer.tree.leaves()[4] > 0
     buffer.close_episodes()
     assert buffer.tree.leaves()[4] == 0 and buffer.tree.leaves()[50 + 4] == 0
+
+
+def test_a_large_buffer_with_few_transitions_samples_them():
+    # 120 transitions in 4 rings of 25,000 slots: drawing slots over whole rings would find under one in 800
+    # sampleable and give up; drawn over the written slots, every draw succeeds.
+    buffer = FrameReplayBuffer(100_000, num_envs=4, n_step=3)
+    feed(buffer, [30], num_envs=4, terminate=False)
+    for seed in range(20):
+        batch = buffer.sample(32, np.random.default_rng(seed))
+        assert len(batch["slot"]) == 32 and batch["slot"].max() < 30
