@@ -273,3 +273,11 @@ def test_the_zoos_best_agent_is_the_best_under_sticky_actions(tmp_path, monkeypa
     assert zoo.best() == "zoo:robust"
     table = zoo.format_listing(zoo.listing())
     assert "+16.0..+18.0" in table and "distinct" in table
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_listing_quietly():
+    # `pongrl zoo | head -1`: the reader leaves before pongrl writes; that is no error and no traceback.
+    process = subprocess.Popen([sys.executable, "-m", "pongrl", "zoo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()
+    error = process.stderr.read().decode()
+    assert process.wait() == 0 and error == ""

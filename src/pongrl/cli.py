@@ -567,6 +567,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pongrl: error: rank {os.environ.get('RANK', '?')}: another process of this torchrun job stopped "
               f"({first_line}); continue from the last checkpoint with pongrl resume", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader of our output closed it (`pongrl zoo | head`): it wanted no more, which is no error.
+        # stdout goes to /dev/null so that Python's own flush at exit does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as error:
         # os.fsdecode: some libraries (TensorBoard's file writer) name the file in bytes.
         where = f"{os.fsdecode(error.filename)}: " if error.filename else ""
