@@ -6,7 +6,9 @@ The library in a few names (see docs/api.md; the CLI is a thin shell over them):
   `Agent` gives `act`/`predict` (actions), `preferences` (Q-values or policy logits) and `layers`
   (every layer's activations) for a batch of observations.
 - `train(algo, run_dir, ...)` -> `Run`: metrics, checkpoints, `resume`, `branch`, `agent`.
-- `evaluate(agent, ...)` and `evaluate_protocols(agent)` against the built-in AI; `duel(first, second)`.
+- `evaluate(agent, ...)` and `evaluate_protocols(agent)` against the built-in AI; `duel(first, second)`;
+  `record_video(first, second, out)`.
+- `collect_probes(agents, frames, out_dir)` and `fit_probes(out_dir)`: what every layer knows.
 - `PongrlError`: every problem the user can fix.
 
 `import pongrl` loads neither torch nor the emulator: the names load their module on first use.
@@ -27,19 +29,22 @@ gymnasium.register(
     vector_entry_point="pongrl.envs.single:make_pong_vector_env",
 )
 
+# name -> (module, attribute)
 _EXPORTS = {
-    "Agent": "pongrl.agent", "load_agent": "pongrl.agent",
-    "Run": "pongrl.training", "train": "pongrl.training", "make_config": "pongrl.training",
-    "CheckpointWriteError": "pongrl.training",
-    "evaluate": "pongrl.evaluation", "evaluate_protocols": "pongrl.evaluation",
-    "duel": "pongrl.arena",
+    "Agent": ("pongrl.agent", "Agent"), "load_agent": ("pongrl.agent", "load_agent"),
+    "Run": ("pongrl.training", "Run"), "train": ("pongrl.training", "train"),
+    "make_config": ("pongrl.training", "make_config"), "CheckpointWriteError": ("pongrl.training", "CheckpointWriteError"),
+    "evaluate": ("pongrl.evaluation", "evaluate"), "evaluate_protocols": ("pongrl.evaluation", "evaluate_protocols"),
+    "duel": ("pongrl.arena", "duel"), "record_video": ("pongrl.media", "record_video"),
+    "collect_probes": ("pongrl.probes.collect", "collect"), "fit_probes": ("pongrl.probes.fit", "fit"),
 }
 __all__ = ["PongrlError", *_EXPORTS]
 
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
+        module, attribute = _EXPORTS[name]
+        return getattr(importlib.import_module(module), attribute)
     raise AttributeError(f"module 'pongrl' has no attribute {name!r}")
 
 

@@ -161,8 +161,11 @@ def record_video(first, second, out: str, games: int = 1, max_frames: int | None
     players (pongrl.arena.Player; `second` may be the built-in AI), in full colour with the score and
     both names shown. Against the built-in AI the agent plays the right paddle; between two agents
     the first takes the right paddle in odd-numbered games and the left in even ones, on the
-    two-player variation `game_mode` (default pong_v3's classic)."""
-    from pongrl.arena import BUILTIN, refuse_game_mode_against_builtin
+    two-player variation `game_mode` (default pong_v3's classic). A player may also be an Agent,
+    "builtin" or an agent spec."""
+    from pongrl.arena import BUILTIN, as_player, refuse_game_mode_against_builtin
+
+    first, second = as_player(first), as_player(second)
     from pongrl.envs.match import MAX_START_NOOP_FRAMES, RIGHT, LEFT, MatchGame
 
     if first.is_builtin and second.is_builtin:

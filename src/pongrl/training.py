@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from pongrl import config as config_module
-from pongrl.checkpoint import checkpoints_folder, list_checkpoints, read_latest, resolve
+from pongrl.checkpoint import checkpoints_folder, list_checkpoints, read_latest
 from pongrl.errors import PongrlError
 from pongrl.run import CONFIG_FILE, TrainingOutcome, open_existing_run, prepare_new_run, read_metrics
 
