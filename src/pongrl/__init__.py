@@ -33,7 +33,8 @@ gymnasium.register(
 _EXPORTS = {
     "Agent": ("pongrl.agent", "Agent"), "load_agent": ("pongrl.agent", "load_agent"),
     "Run": ("pongrl.training", "Run"), "train": ("pongrl.training", "train"),
-    "make_config": ("pongrl.training", "make_config"), "CheckpointWriteError": ("pongrl.training", "CheckpointWriteError"),
+    "make_config": ("pongrl.training", "make_config"),
+    "CheckpointWriteError": ("pongrl.training", "CheckpointWriteError"),
     "evaluate": ("pongrl.evaluation", "evaluate"), "evaluate_protocols": ("pongrl.evaluation", "evaluate_protocols"),
     "duel": ("pongrl.arena", "duel"), "record_video": ("pongrl.media", "record_video"),
     "collect_probes": ("pongrl.probes.collect", "collect"), "fit_probes": ("pongrl.probes.fit", "fit"),

@@ -138,7 +138,8 @@ class Run:
         payload, step = resume_point(self.run_dir, config, self._checkpoint_path(checkpoint), extra_steps, total_steps)
         fixed = sorted(name for name in settings if name not in RESUME_SETTINGS)
         if fixed:
-            raise PongrlError(f"{fixed[0]} is the experiment's setting and cannot change on resume (branch may change it)")
+            raise PongrlError(f"{fixed[0]} is the experiment's setting and cannot change on resume "
+                              "(branch may change it)")
         for name, value in sorted(settings.items()):
             if value is not None:
                 setattr(config, name, value)
@@ -157,10 +158,11 @@ class Run:
         from pongrl.distributed import launched_by_torchrun
 
         if launched_by_torchrun():
-            raise PongrlError("pongrl branch runs in one process: branch first, then continue the new run with torchrun")
+            raise PongrlError("pongrl branch runs in one process: branch first, "
+                              "then continue the new run with torchrun")
         changes = {name: value for name, value in sorted(changes.items()) if value is not None}
-        config, step, start = branch_run(self.run_dir, new_run_dir, changes, self._checkpoint_path(checkpoint), extra_steps,
-                                         total_steps)
+        start_from = self._checkpoint_path(checkpoint)
+        config, step, start = branch_run(self.run_dir, new_run_dir, changes, start_from, extra_steps, total_steps)
         summary = ", ".join(f"{name}={value}" for name, value in changes.items()) or "no setting changed"
         _say(verbose, f"branched {self.run_dir} at step {step} into {new_run_dir} ({summary}); "
                       f"training until step {config.total_steps}")
@@ -180,7 +182,8 @@ def make_config(algo: str, preset: str = "default", **settings):
 
 
 def default_run_dir(config) -> str:
-    return os.path.join("runs", f"pong__{config.algo}__{config.preset}__{config.seed}__{time.strftime('%Y%m%d-%H%M%S')}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join("runs", f"pong__{config.algo}__{config.preset}__{config.seed}__{stamp}")
 
 
 def train(algo: str | None = None, run_dir: str | None = None, preset: str = "default", *, config=None,
