@@ -13,8 +13,9 @@ SMALL = dict(num_envs=2, buffer_size=2000, learning_starts=100, batch_size=8, lo
              eval_every=0, epsilon_decay_steps=500, torch_threads=1)
 
 
-def test_importing_pongrl_loads_neither_torch_nor_the_emulator():
-    code = "import sys, pongrl; pongrl.PongrlError; print('torch' in sys.modules, 'ale_py' in sys.modules)"
+@pytest.mark.parametrize("module", ["pongrl", "pongrl.cli"])
+def test_importing_pongrl_or_its_cli_loads_neither_torch_nor_the_emulator(module):
+    code = f"import sys, {module}; print('torch' in sys.modules, 'ale_py' in sys.modules)"
     assert subprocess.check_output([sys.executable, "-c", code], text=True).split() == ["False", "False"]
 
 

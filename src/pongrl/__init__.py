@@ -17,7 +17,7 @@ import importlib
 
 import gymnasium
 
-from pongrl.errors import PongrlError
+from pongrl.errors import CheckpointWriteError, PongrlError
 
 __version__ = "0.1.0"
 
@@ -34,12 +34,11 @@ _EXPORTS = {
     "Agent": ("pongrl.agent", "Agent"), "load_agent": ("pongrl.agent", "load_agent"),
     "Run": ("pongrl.training", "Run"), "train": ("pongrl.training", "train"),
     "make_config": ("pongrl.training", "make_config"),
-    "CheckpointWriteError": ("pongrl.training", "CheckpointWriteError"),
     "evaluate": ("pongrl.evaluation", "evaluate"), "evaluate_protocols": ("pongrl.evaluation", "evaluate_protocols"),
     "duel": ("pongrl.arena", "duel"), "record_video": ("pongrl.media", "record_video"),
     "collect_probes": ("pongrl.probes.collect", "collect"), "fit_probes": ("pongrl.probes.fit", "fit"),
 }
-__all__ = ["PongrlError", *_EXPORTS]
+__all__ = ["PongrlError", "CheckpointWriteError", *_EXPORTS]
 
 
 def __getattr__(name: str):

@@ -13,8 +13,7 @@ import sys
 
 from pongrl import config as config_module
 from pongrl.probes import cli as probe_cli
-from pongrl.errors import PongrlError
-from pongrl.training import CheckpointWriteError
+from pongrl.errors import CheckpointWriteError, PongrlError
 from pongrl.game import CLASSIC_MODE, MAX_CYCLES
 
 
@@ -97,10 +96,8 @@ def _add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only:
             parser.add_argument(flag, type=str, default=None, help=helptext)
 
 
-# What `pongrl resume` and `pongrl branch` may change (see pongrl.training).
-RESUME_FLAGS = config_module.RESUME_MUTABLE - {"total_steps"}
+RESUME_FLAGS, BRANCH_FLAGS = config_module.RESUME_SETTINGS, config_module.BRANCH_SETTINGS
 DQN_FIELDS = {f.name for f in dataclasses.fields(config_module.DQNConfig)}
-BRANCH_FLAGS = (DQN_FIELDS | {f.name for f in dataclasses.fields(config_module.PPOConfig)}) - {"algo", "preset", "total_steps"}
 
 
 def _add_two_agent_flags(parser: argparse.ArgumentParser) -> None:
@@ -395,12 +392,9 @@ def _play_duel(args, first_spec: str, second_spec: str, games: int, max_frames: 
                   args.sticky_actions, args.game_mode)
     games, first_name, second_name = result["per_game"], result["first"], result["second"]
     if args.json:
-        print(json.dumps({"first": first_name, "second": second_name, "first_env_step": result["first_env_step"],
-                          "second_env_step": result["second_env_step"], "seed": args.seed, "sample": list(sample),
-                          "serve_assist": args.serve_assist, "sticky_actions": args.sticky_actions,
-                          "game_mode": args.game_mode, **{k: v for k, v in result.items() if k not in (
-                              "first", "second", "first_env_step", "second_env_step", "per_game")},
-                          "per_game": games}))
+        players = {key: result[key] for key in ("first", "second", "first_env_step", "second_env_step")}
+        print(json.dumps({**players, "seed": args.seed, "sample": list(sample), "serve_assist": args.serve_assist,
+                          "sticky_actions": args.sticky_actions, "game_mode": args.game_mode, **result}))
         return 0
     for index, game in enumerate(games, 1):
         print(f"game {index:3d}: {first_name} ({game['first_side']}) {game['first_points']:2d}-{game['second_points']:2d} "

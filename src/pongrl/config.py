@@ -251,6 +251,10 @@ CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS), "ppo": (PPOConfig, PPO_PRESET
 # run stops training for minutes) or with more games.
 RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "precision", "track", "on_disk_error",
                   "eval_every", "eval_episodes"}
+# What a resume may change besides the step count (where the run runs and how it reports), and what a branch
+# may change: any setting but the algorithm, the preset it started from and the step count.
+RESUME_SETTINGS = RESUME_MUTABLE - {"total_steps"}
+BRANCH_SETTINGS = ({f.name for f in fields(DQNConfig)} | {f.name for f in fields(PPOConfig)}) - {"algo", "preset", "total_steps"}
 
 
 def field_types(cls) -> dict[str, type]:

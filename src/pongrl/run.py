@@ -370,11 +370,11 @@ class TrainingSession:
             return TrainingOutcome(step, None, 0, "")
         run_dir = self.run_dir
         if self.saved_step != step:
+            intact = read_latest(self.checkpoint_dir)
             return TrainingOutcome(
-                step, read_latest(self.checkpoint_dir), 1,
+                step, os.path.join(self.checkpoint_dir, intact + ".pt") if intact else None, 1,
                 f"stopped at step {step} without a checkpoint of it (the disk refused the write); the latest "
-                f"intact one is {read_latest(self.checkpoint_dir) or 'none'}; free space or fix permissions, then: "
-                f"pongrl resume {run_dir}")
+                f"intact one is {intact or 'none'}; free space or fix permissions, then: pongrl resume {run_dir}")
         if stop.received:
             return TrainingOutcome(step, self.checkpoint_path, stop.exit_code,
                                    f"stopped at step {step}; checkpoint {self.checkpoint_path}; "

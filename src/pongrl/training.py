@@ -21,19 +21,8 @@ import numpy as np
 
 from pongrl import config as config_module
 from pongrl.checkpoint import checkpoints_folder, list_checkpoints, read_latest
-from pongrl.errors import PongrlError
+from pongrl.errors import CheckpointWriteError, PongrlError
 from pongrl.run import CONFIG_FILE, TrainingOutcome, open_existing_run, prepare_new_run, read_metrics
-
-# What a resume may change besides the step count: where the run runs and how it reports.
-RESUME_SETTINGS = config_module.RESUME_MUTABLE - {"total_steps"}
-# What a branch may change: any setting but the algorithm, the preset it started from and the step count.
-BRANCH_SETTINGS = ({f.name for f in dataclasses.fields(config_module.DQNConfig)}
-                   | {f.name for f in dataclasses.fields(config_module.PPOConfig)}) - {"algo", "preset", "total_steps"}
-
-
-class CheckpointWriteError(PongrlError):
-    """Training stopped because the disk refused a checkpoint; the previous one is intact."""
-
 
 def _training_loop(algo: str):
     if algo == "dqn":
@@ -136,7 +125,7 @@ class Run:
         config = open_existing_run(self.run_dir)
         writes = _writes_run_files(config.algo, self.run_dir)
         payload, step = resume_point(self.run_dir, config, self._checkpoint_path(checkpoint), extra_steps, total_steps)
-        fixed = sorted(name for name in settings if name not in RESUME_SETTINGS)
+        fixed = sorted(name for name in settings if name not in config_module.RESUME_SETTINGS)
         if fixed:
             raise PongrlError(f"{fixed[0]} is the experiment's setting and cannot change on resume "
                               "(branch may change it)")
