@@ -29,7 +29,8 @@ def measure(processes: int, args) -> float:
     with open(os.path.join(run_dir, "run", "metrics.csv")) as handle:
         rows = list(csv.DictReader(handle))
     first, last = rows[0], rows[-1]  # the first row closes the warm-up update
-    return (int(last["env_step"]) - int(first["env_step"])) / (float(last["wall_seconds"]) - float(first["wall_seconds"]))
+    steps = int(last["env_step"]) - int(first["env_step"])
+    return steps / (float(last["wall_seconds"]) - float(first["wall_seconds"]))
 
 
 def main():
@@ -48,7 +49,8 @@ def main():
         for processes in args.processes:
             results[processes].append(measure(processes, args))
     base = statistics.median(results[args.processes[0]])
-    print(f"{args.algo}, {args.num_envs} envs x {args.num_steps} steps, {os.cpu_count()} cores, {args.steps} timed env steps")
+    print(f"{args.algo}, {args.num_envs} envs x {args.num_steps} steps, {os.cpu_count()} cores, "
+          f"{args.steps} timed env steps")
     print("| processes | steps/s (median) | runs | speed-up |")
     print("|---:|---:|---|---:|")
     for processes, values in results.items():

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from pongrl.envs import pong_selfplay_v0
-from pongrl.envs.two_player import ReferenceSelfPlayEnv
+from pongrl.envs.selfplay import ReferenceSelfPlayEnv
 from pongrl.game import NUM_ACTIONS, PLAYERS
 
 WARMUP_STEPS = 20

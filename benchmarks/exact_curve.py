@@ -1,7 +1,8 @@
 """Exact score of greedy play against the built-in AI, checkpoint by checkpoint along a run.
 
     python benchmarks/exact_curve.py CHECKPOINT... [--run-dir RUN] [--results DIR] [--out chart.png] [--torch-threads N]
-    python benchmarks/exact_curve.py --series LABEL RUN CHECKPOINT... --series LABEL RUN CHECKPOINT... [--from-step N] ...
+    python benchmarks/exact_curve.py --series LABEL RUN CHECKPOINT... --series LABEL RUN CHECKPOINT...
+        [--from-step N] ...
     python benchmarks/exact_curve.py CHECKPOINT... --held-out-games 31   # also under sticky actions and sampled
 
 Each checkpoint plays one greedy game from every start the protocol can deal, as `pongrl eval --every-start`
@@ -80,7 +81,8 @@ def main():
     parser.add_argument("--series", nargs="+", action="append", default=[], metavar="LABEL RUN_DIR CHECKPOINT",
                         help="instead of the arguments above: one line per run, to compare runs (say a run and a "
                              "branch of it); repeat for each run")
-    parser.add_argument("--from-step", type=int, default=0, help="leave out checkpoints and evaluations before this step")
+    parser.add_argument("--from-step", type=int, default=0,
+                        help="leave out checkpoints and evaluations before this step")
     parser.add_argument("--results", default="exact_scores", help="folder of per-checkpoint results (kept)")
     parser.add_argument("--out", default="exact_curve.png")
     parser.add_argument("--torch-threads", type=int, default=1)

@@ -75,8 +75,8 @@ def soak(algo: str, kills: int, seed: int, keep: bool) -> tuple[int, int]:
     started = time.time()
     while True:
         if read_latest(os.path.join(run_dir, "checkpoints")) is None:
-            command = [sys.executable, "-m", "pongrl", "train", algo, "--run-dir", run_dir, "--force", "--total-steps", str(settings["total"]),
-                       *settings["flags"]]
+            command = [sys.executable, "-m", "pongrl", "train", algo, "--run-dir", run_dir, "--force",
+                       "--total-steps", str(settings["total"]), *settings["flags"]]
         else:
             command = [sys.executable, "-m", "pongrl", "resume", run_dir]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -101,7 +101,8 @@ def soak(algo: str, kills: int, seed: int, keep: bool) -> tuple[int, int]:
             print(f"{algo}: `{' '.join(command)}` exited {process.returncode}: {process.stderr.read().strip()[-300:]}")
             break
         problems = check(run_dir, settings["log_every"], settings["step"], after_resume=True)
-        payload = load_checkpoint(os.path.join(run_dir, "checkpoints", read_latest(os.path.join(run_dir, "checkpoints")) + ".pt"))
+        checkpoints = os.path.join(run_dir, "checkpoints")
+        payload = load_checkpoint(os.path.join(checkpoints, read_latest(checkpoints) + ".pt"))
         reached = int(payload["env_step"]) >= settings["total"]
         print(f"{algo}: finished at step {payload['env_step']} of {settings['total']} after {tried} kills "
               f"in {time.time() - started:.0f} s" + ("" if not problems else "; PROBLEMS: " + "; ".join(problems)))

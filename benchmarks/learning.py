@@ -21,7 +21,8 @@ import sys
 import numpy as np
 
 
-def train_command(run_dir: str, algo: str, preset: str, total_steps: int, eval_every: int, extra: list[str]) -> list[str]:
+def train_command(run_dir: str, algo: str, preset: str, total_steps: int, eval_every: int,
+                  extra: list[str]) -> list[str]:
     """`pongrl train` for a new run directory, `pongrl resume` for one that holds a run."""
     if os.path.exists(os.path.join(run_dir, "config.yaml")):
         return [sys.executable, "-m", "pongrl", "resume", run_dir, "--total-steps", str(total_steps), *extra]

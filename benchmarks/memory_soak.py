@@ -74,8 +74,8 @@ def main():
         process = Watched(args.pid)
     else:
         run_dir = os.path.join(tempfile.mkdtemp(prefix="memory-soak-"), "run")
-        command = [sys.executable, "-m", "pongrl", "train", args.algo, "--run-dir", run_dir, "--total-steps", "100000000",
-                   "--torch-threads", str(args.torch_threads), *FLAGS[args.algo]]
+        command = [sys.executable, "-m", "pongrl", "train", args.algo, "--run-dir", run_dir,
+                   "--total-steps", "100000000", "--torch-threads", str(args.torch_threads), *FLAGS[args.algo]]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # A SIGTERM to the soak must not orphan the training process: turn it into an exit that runs `finally`.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -5,10 +5,10 @@
 Times one PPO minibatch step (forward of the shared-torso Nature CNN on uint8 frames, the clipped losses,
 backward, global grad-norm clip, Adam step) exactly as `pongrl.algos.ppo.ppo_update` runs it, then the same
 step in other layouts and settings (NCHW input, torch's default Adam, 1 thread, the bfloat16 torso of
-`--precision bfloat16`, torch.compile), the seed's
-separate actor and critic torsos and the small network for scale, and a large float32 matrix product as the cores' practical
-ceiling. FLOPs are counted by torch's FlopCounterMode on the real step. Prints samples/s and GFLOP/s per
-variant, pongrl's fraction of the best shared-torso variant, and that variant's fraction of the ceiling.
+`--precision bfloat16`, torch.compile), the seed's separate actor and critic torsos and the small network for
+scale, and a large float32 matrix product as the cores' practical ceiling. FLOPs are counted by torch's
+FlopCounterMode on the real step. Prints samples/s and GFLOP/s per variant, pongrl's fraction of the best
+shared-torso variant, and that variant's fraction of the ceiling.
 """
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("agents", nargs="+", help="agents (zoo:NAME, checkpoints, runs...), at least two")
     parser.add_argument("--out", required=True, help="folder for the two-player matches (cached)")
-    parser.add_argument("--games", type=int, default=20, help="two-player games per pair, sides alternating (default 20)")
+    parser.add_argument("--games", type=int, default=20,
+                        help="two-player games per pair, sides alternating (default 20)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="matches played at once")
     args = parser.parse_args()
     try:
@@ -47,7 +48,8 @@ def main() -> int:
             raise PongrlError("give at least two agents")
         pairs = [(i, j) for i in range(len(entrants)) for j in range(i + 1, len(entrants))]
         records = play_league(entrants, pairs, args.out, args.games, seed=0, sample=False, max_frames=100_000,
-                              workers=args.workers, show_progress=sys.stderr.isatty(), serve_assist=True)
+                              workers=args.workers, show_progress=sys.stderr.isatty(), serve_assist=True,
+                              verbose=True)
         scores = {entrant.name: builtin_scores(entrant.path if not zoo.is_zoo_spec(entrant.name) else entrant.name)
                   for entrant in entrants}
     except PongrlError as error:

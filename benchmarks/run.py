@@ -92,11 +92,13 @@ def sb3_rate(algo: str, warmup: int, steps: int) -> tuple[float, dict]:
                     vf_coef=0.5, ent_coef=0.01, seed=0, device="cpu")
     else:
         env = VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=1, seed=0), n_stack=4)
-        model = DQN("CnnPolicy", env, buffer_size=100_000, learning_rate=1e-4, batch_size=32, learning_starts=warmup // 2,
-                    target_update_interval=1000, train_freq=4, gradient_steps=1, exploration_fraction=0.1,
+        model = DQN("CnnPolicy", env, buffer_size=100_000, learning_rate=1e-4, batch_size=32,
+                    learning_starts=warmup // 2, target_update_interval=1000, train_freq=4, gradient_steps=1,
+                    exploration_fraction=0.1,
                     exploration_final_eps=0.01, optimize_memory_usage=False, seed=0, device="cpu")
         buffer = model.replay_buffer
-        extra["buffer_bytes"] = int(buffer.observations.nbytes + getattr(buffer, "next_observations", buffer.observations).nbytes)
+        extra["buffer_bytes"] = int(buffer.observations.nbytes
+                                    + getattr(buffer, "next_observations", buffer.observations).nbytes)
     model.learn(total_timesteps=warmup + steps, callback=clock.callback)
     return (model.num_timesteps - clock.start_steps) / (time.perf_counter() - clock.start), extra
 
@@ -171,12 +173,13 @@ def main():
         ours_runs = results[sides[0]]
         phases = ", ".join(f"{phase} {statistics.median(r['phases'][phase] for r in ours_runs):.0%}"
                            for phase in ours_runs[0].get("phases") or {})
-        rows.append((case, sides, ours, theirs, memory, buffers, steps, [[r["rate"] for r in results[s]] for s in sides],
-                     phases))
+        rates = [[r["rate"] for r in results[s]] for s in sides]
+        rows.append((case, sides, ours, theirs, memory, buffers, steps, rates, phases))
     versions = _versions()
     lines = [BEGIN,
-             f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''} --cases {' '.join(args.cases)} --repeats "
-             f"{args.repeats}`. Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), {versions}. "
+             f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''} --cases {' '.join(args.cases)} "
+             f"--repeats {args.repeats}`. "
+             f"Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), {versions}. "
              f"Date: {time.strftime('%Y-%m-%d')}. Medians of {args.repeats} runs per side, alternating (A B A B).", "",
              "| case | pongrl | anchor | ratio (target) | peak RSS pongrl / anchor | runs: pongrl; anchor |",
              "|---|---:|---:|---:|---|---|"]
@@ -188,8 +191,9 @@ def main():
         if phases:
             lines.append(f"| pongrl's time per phase in that case (median share of wall time) | {phases} | | | | |")
         if buffers[0]:
-            lines.append(f"| DQN replay buffer for 100,000 transitions (allocated bytes) | {buffers[0] / 2**30:.2f} GiB | "
-                         f"{buffers[1] / 2**30:.2f} GiB | {buffers[1] / buffers[0]:.1f}x less | | |")
+            lines.append(f"| DQN replay buffer for 100,000 transitions (allocated bytes) | "
+                         f"{buffers[0] / 2**30:.2f} GiB | {buffers[1] / 2**30:.2f} GiB | "
+                         f"{buffers[1] / buffers[0]:.1f}x less | | |")
     lines.append(END)
     block = "\n".join(lines) + "\n"
     print(block)

@@ -23,8 +23,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from learning import eval_curve, train_command  # noqa: E402  (a sibling script, not a package)
 
@@ -54,7 +52,8 @@ def first_at_target(rows: list[dict], target: float) -> int | None:
 
 
 def run_seeds(args) -> None:
-    pending = [seed for seed in args.seeds if first_at_target(metrics(seed_dir(args.study_dir, seed)), args.target) is None]
+    pending = [seed for seed in args.seeds
+               if first_at_target(metrics(seed_dir(args.study_dir, seed)), args.target) is None]
     running: dict[int, subprocess.Popen] = {}
     stopping: set[int] = set()
     signal.signal(signal.SIGTERM, lambda signum, frame: [child.send_signal(signum) for child in running.values()])
@@ -75,7 +74,8 @@ def run_seeds(args) -> None:
                 stopped_by_us = seed in stopping and child.returncode == -signal.SIGTERM  # while it was exiting
                 if child.returncode not in (0, 130, 143) and not stopped_by_us:
                     print(f"seed {seed}: pongrl exited with {child.returncode} (see seed-{seed}.log)", flush=True)
-            elif seed not in stopping and first_at_target(metrics(seed_dir(args.study_dir, seed)), args.target) is not None:
+            elif (seed not in stopping
+                  and first_at_target(metrics(seed_dir(args.study_dir, seed)), args.target) is not None):
                 print(f"seed {seed}: reached {args.target:+g}, stopping it", flush=True)
                 child.send_signal(signal.SIGTERM)
                 stopping.add(seed)

@@ -19,8 +19,6 @@ from pongrl.errors import PongrlError  # noqa: E402
 
 
 def average(paths: list[str]) -> dict:
-    import torch
-
     from pongrl.agent import playing_weights
     from pongrl.checkpoint import load_checkpoint
 

@@ -1,7 +1,8 @@
 """How fast the ball flies in the games a checkpoint plays: against itself in two-player Pong (the self-play
 training game) and against the built-in AI (the single-player game it is evaluated in).
 
-    python research/ball_speed.py CHECKPOINT... [--steps 3000] [--games 4] [--greedy] [--game-mode 4] [--torch-threads 1]
+    python research/ball_speed.py CHECKPOINT... [--steps 3000] [--games 4] [--greedy] [--game-mode 4]
+        [--torch-threads 1]
 
 Each checkpoint plays `--games` games of each kind for `--steps` agent steps (4 raw frames each), with actions
 sampled from its policy as in training (`--greedy`: the most probable action); the two-player games are of the
@@ -73,7 +74,8 @@ def main() -> int:
     except PongrlError as error:
         sys.exit(f"ball_speed.py: {error}")
     speeds = (1, 2, 3, 4)
-    print(f"| checkpoint | game | in-flight steps | " + " | ".join(f"{s} px/frame" for s in speeds) + " | of it towards the left paddle, 3-4 px/frame |")
+    print("| checkpoint | game | in-flight steps | " + " | ".join(f"{s} px/frame" for s in speeds)
+          + " | of it towards the left paddle, 3-4 px/frame |")
     print("|---|---|---:|" + "---:|" * len(speeds) + "---:|")
     for path, agent in agents:
         rng = np.random.default_rng(args.seed)
@@ -86,9 +88,11 @@ def main() -> int:
         try:
             games = (
                 (f"against itself (two-player variation {args.game_mode}, `first_0` on the right)",
-                 lambda: [ale.getRAM() for ale in self_play.games.ales], lambda a: self_play.step(a)[0], self_play.reset()[0]),
+                 lambda: [ale.getRAM() for ale in self_play.games.ales], lambda a: self_play.step(a)[0],
+                 self_play.reset()[0]),
                 ("against the built-in AI (single-player, agent on the right)",
-                 lambda: [game.ale.getRAM() for game in against_ai.games], lambda a: against_ai.step(a)[0], against_ai.reset()[0]),
+                 lambda: [game.ale.getRAM() for game in against_ai.games], lambda a: against_ai.step(a)[0],
+                 against_ai.reset()[0]),
             )
             for label, read_rams, step, obs in games:
                 counts = tally(read_rams, step, obs, args.steps, act)
@@ -96,7 +100,8 @@ def main() -> int:
                 shares = [sum(n for (_, s), n in counts.items() if s == speed) / moving for speed in speeds]
                 fast_left = sum(n for (d, s), n in counts.items() if d == "left" and s >= 3)
                 fast = sum(n for (_, s), n in counts.items() if s >= 3)
-                print(f"| {os.path.basename(path)} | {label} | {moving:,} | " + " | ".join(f"{100 * x:.1f}%" for x in shares)
+                print(f"| {os.path.basename(path)} | {label} | {moving:,} | "
+                      + " | ".join(f"{100 * x:.1f}%" for x in shares)
                       + f" | {f'{100 * fast_left / fast:.0f}%' if fast else '-'} |")
         finally:
             self_play.close()

@@ -103,30 +103,29 @@ def against_builtin(agent, games: int, seed: int, act) -> list[dict]:
 
 
 def against_itself(agent, games: int, seed: int, act, game_mode: int) -> list[dict]:
-    from pongrl.envs.match import LEFT, RIGHT, MatchGame
     from pongrl.envs.single import NOOP_MAX
+    from pongrl.envs.two_player import LEFT, RIGHT, TwoPlayerGames, score_events
 
     frames: list[tuple] = []
-
-    class RecordingGame(MatchGame):
-        def _frame(self) -> None:
-            before = list(self.points)
-            super()._frame()
-            self.lib.getRAM(self.obj, self._c_ram)
-            scorer = ("right" if self.points[RIGHT] > before[RIGHT] else
-                      "left" if self.points[LEFT] > before[LEFT] else None)
-            frames.append(read_frame(self._ram, scorer))
-
-    game = RecordingGame((agent.obs_profile, agent.obs_profile), mode=game_mode)
+    profile = agent.obs_profile
+    game = TwoPlayerGames(1, mode=game_mode, autoreset=False, profiles=(profile,))
     rng = np.random.default_rng(seed)
     shots = []
     try:
         for _ in range(games):
-            game.reset(int(rng.integers(0, NOOP_MAX + 1)))
+            game.starts[0] = [int(rng.integers(0, NOOP_MAX + 1))]
+            game.reset_game(0)
             frames.clear()
-            while not game.done:
-                actions = act(np.stack([game.observation(RIGHT), game.observation(LEFT)]))
-                game.step(int(actions[0]), int(actions[1]))
+            while not game.done(0):
+                actions = act(np.stack([game.observation(0, RIGHT, profile), game.observation(0, LEFT, profile)]))
+                game.begin_step(0, int(actions[0]), int(actions[1]))
+                complete = False
+                while not complete:  # every raw frame's RAM, and who scored on it
+                    before = game.step_rewards(0)
+                    complete = game.play_frame(0)
+                    after = game.step_rewards(0)
+                    point_right, point_left, _, _ = score_events(after[0] - before[0], after[1] - before[1])
+                    frames.append(read_frame(game.ram(0), "right" if point_right else "left" if point_left else None))
             shots += shots_of(frames)
     finally:
         game.close()
@@ -135,7 +134,8 @@ def against_itself(agent, games: int, seed: int, act, game_mode: int) -> list[di
 
 def report(label: str, shots: list[dict], opponent: str) -> None:
     print(f"\n{label}")
-    print("| hitter | shots | steep (2+ down) | returned | returned: 1 across | 2 across | 3-4 across, flat | 3-4 across, steep | where on its paddle (median, 10-90%) |")
+    print("| hitter | shots | steep (2+ down) | returned | returned: 1 across | 2 across | 3-4 across, flat "
+          "| 3-4 across, steep | where on its paddle (median, 10-90%) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for hitter, name in (("right", "the checkpoint (right)"), ("left", opponent)):
         mine = [s for s in shots if s["hitter"] == hitter and s["outcome"] != "unreturned"]

@@ -15,7 +15,7 @@ from pongrl.cli import main
 from cli_helpers import run
 import multi_agent_ale_py
 
-from pongrl.envs.match import LEFT, RIGHT, MatchGame
+from pongrl.envs.two_player import LEFT, RIGHT, TwoPlayerGames
 from pongrl.envs.single import PongGame
 from pongrl.league import fit_ratings
 from pongrl.nets import ActorCritic
@@ -62,20 +62,26 @@ def checkpoint(run_dir, step):
 
 
 def test_each_paddle_answers_to_its_own_player():
-    game = MatchGame(("standard", "seed"), max_frames=2_000)
+    game = TwoPlayerGames(1, max_cycles=2_000, autoreset=False, profiles=("standard", "seed"))
     for right, left in ((UP, DOWN), (DOWN, UP)):
-        game.reset(0)
+        game.reset()
         for _ in range(60):
-            game.step(right, left)
-        right_height, left_height = (int(game.ale.getRAM()[k]) for k in (RAM_RIGHT_PADDLE, RAM_LEFT_PADDLE))
+            game.play_step(np.array([[right, left]]))
+        right_height, left_height = (int(game.ram(0)[k]) for k in (RAM_RIGHT_PADDLE, RAM_LEFT_PADDLE))
         assert (right_height < left_height) == (right == UP) and abs(right_height - left_height) > 100
     # The left player's view is the mirror of what a right player with its profile would see.
-    assert game.observation(LEFT).shape == (84, 84, 4) and game.observation(RIGHT).shape == (4, 84, 84)
-    twin = MatchGame(("seed", "seed"), max_frames=2_000)
-    twin.reset(0)
+    assert game.observation(0, LEFT, "seed").shape == (84, 84, 4)
+    assert game.observation(0, RIGHT, "standard").shape == (4, 84, 84)
+    twin = TwoPlayerGames(1, max_cycles=2_000, autoreset=False, profiles=("seed", "standard"))
+    twin.reset()
     for _ in range(30):
-        twin.step(UP, NOOP)
-    np.testing.assert_array_equal(twin.observation(LEFT), twin.observation(RIGHT)[:, ::-1])
+        twin.play_step(np.array([[UP, NOOP]]))
+    for profile in ("seed", "standard"):
+        mirrored = twin.observation(0, RIGHT, profile)[..., ::-1, :] if profile == "seed" else \
+            twin.observation(0, RIGHT, profile)[..., ::-1]
+        np.testing.assert_array_equal(twin.observation(0, LEFT, profile), mirrored)
+    game.close()
+    twin.close()
 
 
 def test_the_builtin_ai_plays_the_left_paddle_and_the_agent_the_right():
@@ -90,7 +96,8 @@ def test_the_builtin_ai_plays_the_left_paddle_and_the_agent_the_right():
     idle = Player("idle", Scripted(NOOP), "idle")
     builtin = load_player("builtin")
     games = play_match(idle, builtin, 2, seed=0)
-    assert [(g["first_side"], g["first_points"], g["second_points"], g["outcome"]) for g in games] == [("right", 0, 21, "loss")] * 2
+    assert ([(g["first_side"], g["first_points"], g["second_points"], g["outcome"]) for g in games]
+            == [("right", 0, 21, "loss")] * 2)
     flipped = play_match(builtin, idle, 2, seed=0)
     assert [(g["first_side"], g["first_points"], g["outcome"]) for g in flipped] == [("left", 21, "win")] * 2
 
@@ -243,7 +250,8 @@ def test_model_card_names_how_each_kind_of_agent_played():
     from pongrl.card import card_metadata
 
     summary = {"mean_point_difference": -3.0, "point_difference_std": 1.0}
-    names = {(algo, sample): card_metadata(algo, summary, 10, sample)["model-index"][0]["results"][0]["metrics"][0]["name"]
+    names = {(algo, sample):
+             card_metadata(algo, summary, 10, sample)["model-index"][0]["results"][0]["metrics"][0]["name"]
              for algo in ("dqn", "selfplay") for sample in (False, True)}
     assert names[("dqn", False)] == names[("selfplay", False)] == "mean score over 10 games vs the built-in AI"
     assert names[("dqn", True)].endswith("epsilon-greedy with epsilon 0.05")  # no policy to sample from
@@ -281,7 +289,8 @@ def test_ratings_table_scores_each_player_from_its_own_side():
     def game(first_points, second_points):
         return {"first_side": "right", "first_points": first_points, "second_points": second_points,
                 "score": first_points - second_points, "outcome": "win" if first_points > second_points else "loss",
-                "cut": False, "first_serve_penalties": 0, "second_serve_penalties": 0, "length": 100, "start_noop_frames": 0}
+                "cut": False, "first_serve_penalties": 0, "second_serve_penalties": 0, "length": 100,
+                "start_noop_frames": 0}
 
     entrants = [Entrant("a", "a", "a.pt", "run", 10), Entrant("builtin", "built-in AI", "builtin", "", 0)]
     records = [{"first": "builtin", "second": "a", "games": [game(21, 15), game(21, 15), game(18, 21)]}]
@@ -324,7 +333,7 @@ def live_emulators() -> int:
     """Emulator owners alive in this process after a collection (each game object holds one emulator;
     the vector envs are closed explicitly and own no Python object to count)."""
     gc.collect()
-    owners = (PongGame, MatchGame, multi_agent_ale_py.ALEInterface)
+    owners = (PongGame, TwoPlayerGames, multi_agent_ale_py.ALEInterface)
     return sum(type(o) in owners for o in gc.get_objects())
 
 
@@ -342,7 +351,8 @@ def open_files() -> set[str]:
 def test_video_duel_eval_and_league_release_their_emulators(ppo_run, seed_state_dict, tmp_path, capsys):
     commands = [
         ["video", ppo_run, "--frames", "40", "--scale", "1", "--out", str(tmp_path / "builtin.mp4")],
-        ["video", ppo_run, "--opponent", seed_state_dict, "--frames", "40", "--scale", "1", "--out", str(tmp_path / "duel.mp4")],
+        ["video", ppo_run, "--opponent", seed_state_dict, "--frames", "40", "--scale", "1",
+         "--out", str(tmp_path / "duel.mp4")],
         ["duel", checkpoint(ppo_run, 256), seed_state_dict, "--games", "2", "--max-frames", "200"],
         ["eval", checkpoint(ppo_run, 256), "--episodes", "1"],
         ["league", checkpoint(ppo_run, 256), seed_state_dict, "--games-per-pair", "2", "--max-frames", "200",
@@ -363,20 +373,21 @@ def test_video_duel_eval_and_league_release_their_emulators(ppo_run, seed_state_
 
 @pytest.mark.parametrize("assist", [False, True])
 def test_the_serve_assist_serves_for_players_that_never_do(assist):
-    game = MatchGame(("standard", "standard"), max_frames=6_000, serve_assist=assist)
-    game.reset(0)
+    game = TwoPlayerGames(1, max_cycles=6_000, autoreset=False, profiles=("standard",), serve_assist=assist)
+    game.reset()
     passed_through = []
-    while not game.done:
-        in_play = game.ball_in_play()
-        game.step(NOOP, DOWN)
+    while not game.done(0):
+        in_play = game.ball_in_play(0)
+        game.play_step(np.array([[NOOP, DOWN]]))
         if in_play:  # in play the players' own actions always reach the emulator
-            passed_through.append(tuple(game._acts) == tuple(game.action_map[[NOOP, DOWN]]))
+            passed_through.append(tuple(game._acts[0]) == tuple(game.action_map[[NOOP, DOWN]]))
     game.close()
     assert passed_through and all(passed_through)
+    points, penalties = list(game.points[0]), list(game.penalties[0])
     if assist:  # the game runs to 21 without a single serve penalty
-        assert game.over and max(game.points) == 21 and game.penalties == [0, 0]
+        assert game.over[0] and max(points) == 21 and penalties == [0, 0]
     else:  # the first scorer idles at the serve, a penalty every 2 seconds, and the game stalls
-        assert game.cut and max(game.points) < 21 and sum(game.penalties) > 20
+        assert game.cut[0] and max(points) < 21 and sum(penalties) > 20
 
 
 def test_duel_with_the_serve_assist(ppo_run, capsys):
@@ -390,37 +401,47 @@ def test_duel_with_the_serve_assist(ppo_run, capsys):
 
 @pytest.mark.parametrize("mode", [3, 4])
 def test_match_game_is_the_self_play_game_in_either_variation(mode):
-    """Both players seeing the card's profile, a match game is the self-play env's game, frame for frame."""
-    from pongrl.envs.two_player import FastSelfPlayEnv
+    """Both players seeing the card's profile, a match's game (a step at a time, or a frame at a time as a
+    person's game is played) is the self-play env's game, frame for frame."""
+    from pongrl.envs.selfplay import FastSelfPlayEnv
 
-    env, game = FastSelfPlayEnv(1, 0, mode=mode), MatchGame(("seed", "seed"), mode=mode)
+    env = FastSelfPlayEnv(1, 0, mode=mode)
+    game, framed = (TwoPlayerGames(1, mode=mode, autoreset=False, profiles=("seed", "standard")) for _ in range(2))
     try:
         obs, _ = env.reset(seed=0)
-        game.reset(0)
+        game.reset()
+        framed.reset()
         rng = np.random.default_rng(1)
         for step in range(401):
-            assert np.array_equal(obs[0], game.observation(RIGHT)), step
-            assert np.array_equal(obs[1], game.observation(LEFT)), step
+            for match in (game, framed):
+                assert np.array_equal(obs[0], match.observation(0, RIGHT)), step
+                assert np.array_equal(obs[1], match.observation(0, LEFT)), step
             actions = rng.integers(0, 6, 2)
             obs, *_ = env.step(actions)
-            game.step(int(actions[0]), int(actions[1]))
-        assert sum(game.points) > 0  # the steps went through scored points
+            game.play_step(actions[None])
+            framed.begin_step(0, int(actions[0]), int(actions[1]))
+            while not framed.play_frame(0):
+                pass
+        assert sum(game.points[0]) > 0  # the steps went through scored points
+        assert list(framed.points[0]) == list(game.points[0])
+        assert np.array_equal(framed.observation(0, RIGHT, "standard"), game.observation(0, RIGHT, "standard"))
     finally:
         env.close()
         game.close()
+        framed.close()
 
 
 def test_the_two_player_variation_changes_the_game_and_its_league_key():
     from pongrl.league import match_key
 
     def points(mode):
-        game = MatchGame(("seed", "seed"), mode=mode)
-        game.reset(0)
+        game = TwoPlayerGames(1, mode=mode, autoreset=False)
+        game.reset()
         rng = np.random.default_rng(1)
         for _ in range(400):
-            game.step(*(int(a) for a in rng.integers(0, 6, 2)))
+            game.play_step(rng.integers(0, 6, (1, 2)))
         game.close()
-        return game.points
+        return list(game.points[0])
 
     assert points(3) != points(4)  # the same actions, another game
     classic = match_key("a", "b", 0, 2, False, 800)

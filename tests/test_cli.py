@@ -18,7 +18,8 @@ from pongrl.run import read_metrics
 from cli_helpers import run
 
 SMALL = ["--num-envs", "2", "--buffer-size", "2000", "--learning-starts", "100", "--batch-size", "8",
-         "--log-every", "100", "--checkpoint-every", "200", "--eval-every", "0", "--epsilon-decay-steps", "500", "--torch-threads", "1"]
+         "--log-every", "100", "--checkpoint-every", "200", "--eval-every", "0", "--epsilon-decay-steps", "500",
+         "--torch-threads", "1"]
 
 
 def metric_steps(run_dir):
@@ -358,7 +359,8 @@ def test_training_refuses_sticky_and_builtin_fractions_it_cannot_use(tmp_path, c
 
 
 def test_eval_reports_both_protocols_with_distinct_games_and_an_interval(trained_run, capsys):
-    code, out, err = run(["eval", trained_run, "--protocols", "--episodes", "4", "--json", "--torch-threads", "1"], capsys)
+    code, out, err = run(["eval", trained_run, "--protocols", "--episodes", "4", "--json", "--torch-threads", "1"],
+                         capsys)
     assert code == 0, err
     result = json.loads(out)
     exact, sticky = result["exact"], result["sticky"]
@@ -379,12 +381,14 @@ def test_summaries_count_distinct_games_and_give_an_interval_that_can_miss():
     summary = summarize(games)
     assert summary["distinct_games"] == 3
     low, high = summary["ci95"]
-    assert low < 11.5 < high and high - low == pytest.approx(2 * 3.182446 * np.std([10, 12, 10, 14], ddof=1) / 2, rel=1e-5)
+    assert low < 11.5 < high
+    assert high - low == pytest.approx(2 * 3.182446 * np.std([10, 12, 10, 14], ddof=1) / 2, rel=1e-5)
     assert summarize(games[:1])["ci95"] is None
 
 
 def test_a_games_course_ignores_its_opening_and_tells_other_games_apart():
-    from pongrl.evaluation import describe_protocols, game_course
+    from pongrl.evaluation import describe_protocols
+    from pongrl.runner import game_course
 
     game = [(40, 1), (140, 1), (260, -1), (300, 1)]
     shifted = [(step + 7, sign) for step, sign in game]  # the same game after a longer no-op start

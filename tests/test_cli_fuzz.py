@@ -77,7 +77,8 @@ def sandbox(tmp_path, monkeypatch):
     (work / "empty_dir").mkdir()
     monkeypatch.chdir(work)
     finished = TrainingOutcome(0, None, 0, "")
-    monkeypatch.setattr(training, "_training_loop", lambda algo: lambda config, run_dir, resume_from=None, **options: finished)
+    monkeypatch.setattr(training, "_training_loop",
+                        lambda algo: lambda config, run_dir, resume_from=None, **options: finished)
     return tmp_path
 
 

@@ -91,9 +91,10 @@ def test_two_ranks_stay_identical_and_equal_one_process_on_the_union(tmp_path):
 def test_torchrun_trains_and_a_single_process_resumes(tmp_path):
     run_dir = str(tmp_path / "ddp")
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "pongrl"]
-    result = subprocess.run([*torchrun, "train", "ppo", "--run-dir", run_dir, "--total-steps", "512", "--num-envs", "2",
-                             "--num-steps", "128", "--log-every", "256", "--eval-every", "0", "--checkpoint-every", "256",
-                             "--torch-threads", "1"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([*torchrun, "train", "ppo", "--run-dir", run_dir, "--total-steps", "512",
+                             "--num-envs", "2", "--num-steps", "128", "--log-every", "256", "--eval-every", "0",
+                             "--checkpoint-every", "256", "--torch-threads", "1"],
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert load_checkpoint(run_dir)["env_step"] == 512  # steps count every process's envs
     result = subprocess.run([sys.executable, "-m", "pongrl", "resume", run_dir, "--extra-steps", "256"],

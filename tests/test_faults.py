@@ -53,7 +53,8 @@ def test_a_full_disk_stops_the_run_and_keeps_the_previous_checkpoint(tmp_path, m
 
 def test_continue_on_disk_error_trains_on(tmp_path, monkeypatch, capsys):
     run_dir = str(tmp_path / "run")
-    monkeypatch.setattr(checkpoint_module, "atomic_write", FailingDisk(checkpoint_module.atomic_write, "step_000000000400.pt"))
+    monkeypatch.setattr(checkpoint_module, "atomic_write",
+                        FailingDisk(checkpoint_module.atomic_write, "step_000000000400.pt"))
     code, _, err = run(["train", "dqn", "--run-dir", run_dir, "--total-steps", "600", *SMALL,
                         "--on-disk-error", "continue"], capsys)
     assert code == 0, err
@@ -119,7 +120,10 @@ def test_two_runs_with_the_same_seed_learn_the_same_evaluated_or_not(tmp_path):
     first, second = metrics(runs[0]), metrics(runs[1])
     assert [bool(row["eval_mean_return"]) for row in first] == [False] * 6
     assert [bool(row["eval_mean_return"]) for row in second] == [False, False, True, False, False, True]
-    learning = lambda rows: [{k: v for k, v in row.items() if not k.startswith("eval_")} for row in rows]
+
+    def learning(rows):
+        return [{k: v for k, v in row.items() if not k.startswith("eval_")} for row in rows]
+
     assert len(first) == 6 and learning(first) == learning(second)
     assert any(row["loss"] for row in first)  # gradient steps happened, so the comparison means something
 

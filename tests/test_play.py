@@ -111,7 +111,8 @@ def test_a_person_plays_an_agent_in_the_browser(browser):
 
         def page_matches_emulator():
             before = server.stats()["games"][0]
-            page = (int(browser.find_element(By.ID, "score-left").text), int(browser.find_element(By.ID, "score-right").text))
+            page = (int(browser.find_element(By.ID, "score-left").text),
+                    int(browser.find_element(By.ID, "score-right").text))
             after = server.stats()["games"][0]
             ram = (before["ram_score_left"], before["ram_score_right"])
             return ram == (after["ram_score_left"], after["ram_score_right"]) and page == ram
@@ -139,8 +140,8 @@ def test_bad_clients_do_not_stop_the_server_and_ctrl_c_leaves_nothing_running():
         async with websockets.connect(server.ws_url, origin=server.origin) as good:
             await frames(good, 5)
             # Garbage, wrong types, binary data, a key the page never sends: ignored.
-            for junk in ("not json", "[1, 2]", json.dumps({"key": "up"}), json.dumps({"key": "../etc", "pressed": True}),
-                         json.dumps({"key": "up", "pressed": "yes"})):
+            for junk in ("not json", "[1, 2]", json.dumps({"key": "up"}),
+                         json.dumps({"key": "../etc", "pressed": True}), json.dumps({"key": "up", "pressed": "yes"})):
                 await good.send(junk)
             await good.send(b"\x00\x01binary")
             await frames(good, 5)
@@ -187,7 +188,8 @@ def test_play_refuses_bad_agents_in_one_line():
     for args in (["no/such/file.pt"], ["builtin"], ["zoo:" + zoo.names()[0], "--opponent", "zoo:nothing"]):
         done = subprocess.run([sys.executable, "-m", "pongrl", "play", *args, "--port", "0"], capture_output=True,
                               text=True, timeout=120)
-        assert done.returncode == 1 and done.stderr.count("\n") == 1 and done.stderr.startswith("pongrl: error: "), done.stderr
+        assert (done.returncode == 1 and done.stderr.count("\n") == 1
+                and done.stderr.startswith("pongrl: error: ")), done.stderr
 
 
 def handshake_status(server: Server, path: str, headers: dict) -> int:

@@ -52,7 +52,8 @@ def test_clipped_losses_on_hand_made_tensors():
     # value 1.0 (old 0.0) is clipped to 0.2: max((1-2)^2, (0.2-2)^2) = 3.24; second entry 0
     assert losses["value_loss"].item() == pytest.approx(0.5 * (3.24 + 0.0) / 2)
     assert losses["clip_fraction"].item() == pytest.approx(1.0)
-    assert losses["loss"].item() == pytest.approx(losses["policy_loss"].item() - 0.01 * 1.0 + 0.5 * losses["value_loss"].item())
+    assert losses["loss"].item() == pytest.approx(
+        losses["policy_loss"].item() - 0.01 * 1.0 + 0.5 * losses["value_loss"].item())
 
 
 def test_learning_rate_anneal_is_stretched_by_a_longer_total():
@@ -159,7 +160,8 @@ def test_evaluating_against_the_builtin_ai_changes_nothing_in_self_play_training
     learning = []
     for name, extra in (("plain", []), ("evaluated", ["--eval-every", "128", "--eval-episodes", "1"])):
         run_dir = str(tmp_path / name)
-        assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY, "--seed", "5", *extra]) == 0
+        assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY, "--seed", "5",
+                     *extra]) == 0
         learned = rows(run_dir)
         assert [bool(r["eval_sampled_mean_return"]) for r in learned] == ([False, False] if not extra else [True, True])
         learning.append([{k: v for k, v in r.items()
@@ -272,7 +274,8 @@ def test_the_rollout_and_the_update_see_the_same_bfloat16_logits():
 
 def test_precision_is_recorded_and_a_resume_may_change_it(tmp_path, capsys):
     run_dir = str(tmp_path / "bf16")
-    assert main(["train", "selfplay", "--precision", "bfloat16", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0
+    assert main(["train", "selfplay", "--precision", "bfloat16", "--run-dir", run_dir, "--total-steps", "128",
+                 *TINY]) == 0
     payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
     assert payload["config"]["precision"] == "bfloat16"
     assert all(t.dtype == torch.float32 for t in payload["state"]["agent"].values())
@@ -391,11 +394,13 @@ def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_
               for name in os.listdir(os.path.join(parent, "checkpoints"))}
     parent_rows = rows(parent)
     start = torch.load(os.path.join(parent, "checkpoints", "step_000000000128.pt"), weights_only=True)
-    assert main(["branch", parent, "--run-dir", branch, "--checkpoint", os.path.join(parent, "checkpoints", "step_000000000128.pt"),
-                 "--extra-steps", "128", "--opponent-pool", "0.5", "--pool-every", "1000", "--pool-play", "greedy"]) == 0
+    assert main(["branch", parent, "--run-dir", branch,
+                 "--checkpoint", os.path.join(parent, "checkpoints", "step_000000000128.pt"), "--extra-steps", "128",
+                 "--opponent-pool", "0.5", "--pool-every", "1000", "--pool-play", "greedy"]) == 0
     branch_config = open(os.path.join(branch, "config.yaml")).read()
     assert "opponent_pool: 0.5" in branch_config and "pool_play: greedy" in branch_config
-    assert [int(r["env_step"]) for r in rows(branch)] == [128, 256]  # the parent's curve up to the branch point, then its own
+    # the parent's curve up to the branch point, then its own
+    assert [int(r["env_step"]) for r in rows(branch)] == [128, 256]
     assert rows(branch)[0] == parent_rows[0] and rows(branch)[1] != parent_rows[1]
     end = torch.load(os.path.join(branch, "checkpoints", "step_000000000256.pt"), weights_only=True)
     (first_opponent,) = end["state"]["opponent_pool"]["snapshots"]  # no snapshot due before 1000 steps
@@ -408,8 +413,10 @@ def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_
     for argv, message in (
             (["branch", parent, "--run-dir", parent], "a new directory"),
             (["branch", parent, "--run-dir", branch], "already holds a run (branch into a new directory)"),
-            (["branch", parent, "--run-dir", str(tmp_path / "b2"), "--buffer-size", "1000"], "--buffer-size is not a setting of a selfplay run"),
-            (["branch", parent, "--run-dir", str(tmp_path / "b3"), "--total-steps", "100"], "the checkpoint is at step 256"),
+            (["branch", parent, "--run-dir", str(tmp_path / "b2"), "--buffer-size", "1000"],
+             "--buffer-size is not a setting of a selfplay run"),
+            (["branch", parent, "--run-dir", str(tmp_path / "b3"), "--total-steps", "100"],
+             "the checkpoint is at step 256"),
             (["branch", parent, "--run-dir", str(tmp_path / "b5"), "--no-share-network", "--extra-steps", "128"],
              "--share-network shapes what the checkpoint holds and cannot change in a branch"),
             (["branch", branch, "--run-dir", str(tmp_path / "b6"), "--pool-size", "5", "--extra-steps", "128"],

@@ -56,30 +56,30 @@ def test_ram_labels_agree_with_the_screen_and_the_score():
 def test_the_left_paddles_labels_are_the_mirror_of_the_right_ones():
     # Two-player Pong with random actions: from the left, the paddles and scores swap, the ball's x is
     # where the mirrored screen draws it, and its horizontal motion turns around.
-    from pongrl.envs.match import LEFT, RIGHT, MatchGame
+    from pongrl.envs.two_player import LEFT, RIGHT, TwoPlayerGames
 
-    game = MatchGame(("standard", "standard"), serve_assist=True)
-    game.reset(0)
+    game = TwoPlayerGames(1, autoreset=False, profiles=("standard",), serve_assist=True)
+    game.reset()
     rng = np.random.default_rng(1)
     previous, drawn, toward = None, 0, {True: 0, False: 0}
     for _ in range(700):
-        game.step(int(rng.integers(0, 6)), int(rng.integers(0, 6)))
-        ram = game.ram().copy()
+        game.play_step(np.array([[rng.integers(0, 6), rng.integers(0, 6)]]))
+        ram = game.ram(0)
         right, left = read_labels(ram, previous), read_labels(ram, previous, mirrored=True)
         assert (left["player_y"], left["enemy_y"]) == (right["enemy_y"], right["player_y"])
-        assert (left["player_score"], left["enemy_score"]) == (game.points[LEFT], game.points[RIGHT])
-        assert (right["player_score"], right["enemy_score"]) == (game.points[RIGHT], game.points[LEFT])
+        assert (left["player_score"], left["enemy_score"]) == (game.points[0, LEFT], game.points[0, RIGHT])
+        assert (right["player_score"], right["enemy_score"]) == (game.points[0, RIGHT], game.points[0, LEFT])
         assert left["ball_y"] == right["ball_y"] and left["ball_vx"] == -right["ball_vx"]
         if right["ball_vx"]:
             assert left["ball_toward_player"] != right["ball_toward_player"]
             toward[bool(left["ball_toward_player"])] += 1
-        mirrored_screen = game.screen()[PLAYFIELD_ROWS, ::-1]
+        mirrored_screen = game.screen(0)[PLAYFIELD_ROWS, ::-1]
         _, xs = np.nonzero(np.all(mirrored_screen == BALL_COLOUR, axis=2))
         if left["ball_in_play"] and len(xs):
             assert xs.min() == left["ball_x"] - 49, (xs.min(), left["ball_x"])  # the right side's affine map
             drawn += 1
         previous = ram
-    assert drawn > 200 and min(toward.values()) > 20 and sum(game.points) >= 2
+    assert drawn > 200 and min(toward.values()) > 20 and sum(game.points[0]) >= 2
 
 
 def test_collect_against_an_agent_from_the_left_records_mirrored_labels_and_a_twin_per_architecture(tmp_path, capsys):
@@ -90,7 +90,8 @@ def test_collect_against_an_agent_from_the_left_records_mirrored_labels_and_a_tw
 
     dqn, selfplay = str(tmp_path / "dqn.safetensors"), str(tmp_path / "selfplay.safetensors")
     save_safetensors_agent(dqn, QNetwork(6).state_dict(), "dqn", 0, "standard")
-    save_safetensors_agent(selfplay, ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", 0, "seed")
+    save_safetensors_agent(selfplay, ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", 0,
+                           "seed")
     out = str(tmp_path / "collect")
     code, _, err = run(["probe", "collect", selfplay, dqn, "--opponent", dqn, "--side", "left", "--frames", "120",
                         "--out", out], capsys)
@@ -105,7 +106,8 @@ def test_collect_against_an_agent_from_the_left_records_mirrored_labels_and_a_tw
         ball_x, in_play = game["labels/ball_x"][...], game["labels/ball_in_play"][...]
         assert (game["labels/player_x"][...] == 64).all()  # the left paddle's x byte: the agent's own paddle
     assert in_play.any() and (ball_x[in_play == 1] > 0).all()
-    code, _, err = run(["probe", "collect", dqn, "--side", "left", "--frames", "10", "--out", str(tmp_path / "o")], capsys)
+    code, _, err = run(["probe", "collect", dqn, "--side", "left", "--frames", "10", "--out", str(tmp_path / "o")],
+                       capsys)
     assert code == 1 and "--opponent AGENT" in err and err.count("\n") == 1
 
 
@@ -117,7 +119,8 @@ def planted_collect(folder, games=6, frames_per_game=300, seed=0, lengths=None):
     lengths = lengths or [frames_per_game] * games
     games = len(lengths)
     settings = {"format": "pongrl-probe-1", "frames": sum(lengths),
-                "agents": [{"spec": "planted", "name": "planted", "sha256": "", "env_step": 0, "obs_profile": "standard"}]}
+                "agents": [{"spec": "planted", "name": "planted", "sha256": "", "env_step": 0,
+                            "obs_profile": "standard"}]}
     with open(os.path.join(folder, SETTINGS_FILE), "w") as handle:
         json.dump(settings, handle)
     mixing = rng.normal(size=(1, 16))
@@ -144,7 +147,8 @@ def test_a_planted_signal_is_found_where_it_is_and_nowhere_else(tmp_path):
     f1 = {(row["layer"], row["label"]): row for row in rows if row["metric"] == "f1"}
     assert f1[("noise", "ball_y")]["score"] < 0.05 and f1[("noise", "ball_y")]["control"] < 0.05
     # The classifiers are fitted side by side (every label and its control at once): each still finds its own.
-    assert f1[("carries_ball_y", "ball_in_play")]["score"] > 0.9 and f1[("carries_ball_y", "ball_in_play")]["control"] < 0.7
+    assert f1[("carries_ball_y", "ball_in_play")]["score"] > 0.9
+    assert f1[("carries_ball_y", "ball_in_play")]["control"] < 0.7
     assert f1[("noise", "ball_in_play")]["score"] < 0.7
     csv_path, md_path = write_results(rows, folder)
     assert "carries_ball_y" in open(md_path).read() and len(open(csv_path).readlines()) == len(rows) + 1
@@ -190,7 +194,8 @@ def test_collect_records_every_layer_and_an_interrupted_collect_keeps_its_games(
         assert sorted(game["agents/0"].keys()) == ["conv1", "conv2", "conv3", "fc", "input", "output"]
         assert game["agents/0/conv1"].shape[1] == 1024 and game["agents/0/fc"].shape[1] == 512
         assert sorted(game["labels"].keys()) == sorted(LABELS)
-    code, _, err = run(["probe", "fit", out, "--layers", "fc", "--labels", "ball_in_play", "ball_y", "--allow-small-test"], capsys)
+    code, _, err = run(["probe", "fit", out, "--layers", "fc", "--labels", "ball_in_play", "ball_y",
+                        "--allow-small-test"], capsys)
     assert code == 0 and "interrupted collect" in err, err
     rows = open(os.path.join(out, "probes.csv")).read().splitlines()
     assert len(rows) == 1 + 2 * 3  # two agents x (ball_y's R^2, and both labels' F1)
@@ -225,9 +230,10 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
     from pongrl.cli import main
 
     run_dir = str(tmp_path / "dqn")
-    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "600", "--num-envs", "2", "--buffer-size", "2000",
-                 "--learning-starts", "100", "--batch-size", "8", "--log-every", "200", "--checkpoint-every", "200",
-                 "--keep-checkpoints", "5", "--eval-every", "0", "--torch-threads", "1"]) == 0
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "600", "--num-envs", "2",
+                 "--buffer-size", "2000", "--learning-starts", "100", "--batch-size", "8", "--log-every", "200",
+                 "--checkpoint-every", "200", "--keep-checkpoints", "5", "--eval-every", "0",
+                 "--torch-threads", "1"]) == 0
     out = str(tmp_path / "study")
     code, _, err = run(["probe", "across", run_dir, "--out", out, "--frames", "1700", "--layers", "fc",
                         "--labels", "ball_y", "ball_in_play", "--allow-small-test"], capsys)
@@ -256,13 +262,14 @@ def test_the_study_across_a_shipped_series_and_hand_picked_checkpoints(tmp_path,
         torch.manual_seed(step)
         name = f"tiny-{step}"
         save_safetensors_agent(os.path.join(zoo.FOLDER, name + ".safetensors"),
-                               ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", step, "seed",
-                               torch.float16)
-        json.dump({"name": name, "series": "tiny", "env_step": step}, open(os.path.join(zoo.FOLDER, name + ".json"), "w"))
+                               ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", step,
+                               "seed", torch.float16)
+        json.dump({"name": name, "series": "tiny", "env_step": step},
+                  open(os.path.join(zoo.FOLDER, name + ".json"), "w"))
     run_dir = str(tmp_path / "dqn")
-    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "200", "--num-envs", "2", "--buffer-size", "2000",
-                 "--learning-starts", "100", "--batch-size", "8", "--log-every", "200", "--checkpoint-every", "200",
-                 "--eval-every", "0", "--torch-threads", "1"]) == 0
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "200", "--num-envs", "2",
+                 "--buffer-size", "2000", "--learning-starts", "100", "--batch-size", "8", "--log-every", "200",
+                 "--checkpoint-every", "200", "--eval-every", "0", "--torch-threads", "1"]) == 0
     checkpoint = os.path.join(run_dir, "checkpoints", "step_000000000200.pt")
     out = str(tmp_path / "study")
     code, _, err = run(["probe", "across", "zoo:tiny-*", checkpoint, "--out", out, "--frames", "900", "--layers", "fc",
@@ -270,7 +277,8 @@ def test_the_study_across_a_shipped_series_and_hand_picked_checkpoints(tmp_path,
     assert code == 0, err
     settings = json.load(open(os.path.join(out, SETTINGS_FILE)))
     assert [agent["name"] for agent in settings["agents"]] == [
-        "zoo:tiny-2000", "zoo:tiny-1000", "dqn@200", "random-init (actor-critic-small-shared-seed)", "random-init (q-nature)"]
+        "zoo:tiny-2000", "zoo:tiny-1000", "dqn@200", "random-init (actor-critic-small-shared-seed)",
+        "random-init (q-nature)"]
     rows = list(csv.DictReader(open(os.path.join(out, "probes.csv"))))
     assert {row["agent"] for row in rows} == {agent["name"] for agent in settings["agents"]}
     assert os.path.getsize(os.path.join(out, "probes.png")) > 10_000
@@ -306,7 +314,8 @@ def test_fit_warns_when_a_test_game_repeats_a_train_game(tmp_path, capsys):
     import shutil
 
     folder = planted_collect(str(tmp_path / "planted"), games=5)
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys)
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"],
+                       capsys)
     assert code == 0 and "repeat" not in err
     train, test = split_games({game: 300 for game in range(5)})
     # Game `test[0]` becomes a copy of a train game (under its own game number).
@@ -316,19 +325,21 @@ def test_fit_warns_when_a_test_game_repeats_a_train_game(tmp_path, capsys):
 
     with h5py.File(copy, "r+") as data:
         data.attrs["game"] = test[0]
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys)
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"],
+                       capsys)
     assert code == 0 and f"1 test game(s) repeat a train game frame for frame ({test[0]})" in err
 
 
 def test_a_partial_fit_can_write_its_results_elsewhere(tmp_path, capsys):
     # A study's full probes.csv took half an hour; a later fit of one agent's layer must not replace it.
     folder = planted_collect(str(tmp_path / "planted"))
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys)
+    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"],
+                       capsys)
     assert code == 0, err
     full = open(os.path.join(folder, "probes.csv")).read()
     results = str(tmp_path / "subset")
-    code, _, err = run(["probe", "fit", folder, "--agents", "planted", "--layers", "carries_ball_y", "--labels", "ball_y",
-                        "--results", results, "--allow-small-test"], capsys)
+    code, _, err = run(["probe", "fit", folder, "--agents", "planted", "--layers", "carries_ball_y",
+                        "--labels", "ball_y", "--results", results, "--allow-small-test"], capsys)
     assert code == 0, err
     rows = list(csv.DictReader(open(os.path.join(results, "probes.csv"))))
     assert {(row["agent"], row["layer"]) for row in rows} == {("planted", "carries_ball_y")}

@@ -11,7 +11,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 
 import pongrl  # noqa: F401  (registers pongrl/Pong-v0)
 from pongrl.envs import pong_selfplay_v0
-from pongrl.envs.two_player import make_seed_parallel_env
+from pongrl.envs.selfplay import make_seed_parallel_env
 from pongrl.game import PLAYERS
 
 pytestmark = pytest.mark.filterwarnings("ignore:The old environment creation API:DeprecationWarning")

@@ -24,8 +24,9 @@ def feed(buffer, episode_lengths, num_envs=1, terminate=True):
         values = list(range(value, value + length + 1))
         for t in range(length):
             ended = t == length - 1
-            buffer.add(obs_of([values[t]] * num_envs), np.full(num_envs, t % 6), np.full(num_envs, 1.0 if ended else 0.0),
-                       np.full(num_envs, ended and terminate), np.full(num_envs, ended and not terminate),
+            buffer.add(obs_of([values[t]] * num_envs), np.full(num_envs, t % 6),
+                       np.full(num_envs, 1.0 if ended else 0.0), np.full(num_envs, ended and terminate),
+                       np.full(num_envs, ended and not terminate),
                        obs_of([values[t + 1]] * num_envs) if ended else None)
         episodes.append(values)
         value += length + 1

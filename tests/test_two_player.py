@@ -6,7 +6,8 @@ conversions, so observations are compared for exact equality (no grey-level tole
 import numpy as np
 import pytest
 
-from pongrl.envs.two_player import FastSelfPlayEnv, ReferenceSelfPlayEnv, SeedFrameStack, SeedResizer, seed_frame
+from pongrl.envs.selfplay import FastSelfPlayEnv, ReferenceSelfPlayEnv
+from pongrl.envs.views import SeedFrameStack, SeedResizer, seed_frame
 from pongrl.game import FRAME_SIZE, FRAME_STACK, SCORE_ROWS
 
 GAMES = 2

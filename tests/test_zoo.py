@@ -52,7 +52,8 @@ def test_a_shipped_agent_replays_the_exact_score_on_its_card(name):
     recorded = card["scores"]["every_start"]["scores"]
     if card.get("series"):
         recorded = recorded[:SERIES_STARTS_REPLAYED]
-        games = play_games(lambda obs: agent.act(obs), len(recorded), 0, agent.obs_profile, starts=list(range(len(recorded))))
+        games = play_games(lambda obs: agent.act(obs), len(recorded), 0, agent.obs_profile,
+                           starts=list(range(len(recorded))))
     else:
         games = evaluate_every_start(agent)
     assert [game["score"] for game in games] == recorded
@@ -65,7 +66,8 @@ def test_zoo_names_in_commands_and_bad_names(capsys):
     assert code == 0 and all(zoo.PREFIX + name in out for name in zoo.names())
     code, _, err = run_cli(["eval", "zoo:no-such-agent"], capsys)
     err = err.strip()
-    assert code == 1 and err.startswith("pongrl: error: zoo:no-such-agent: no such agent in the zoo") and "\n" not in err
+    assert code == 1 and "\n" not in err
+    assert err.startswith("pongrl: error: zoo:no-such-agent: no such agent in the zoo")
     entrants = collect_entrants(["zoo:*"], include_builtin=True)
     assert [e.name for e in entrants[:-1]] == [zoo.PREFIX + name for name in zoo.names()]
     with pytest.raises(PongrlError, match="no agent in the zoo matches"):
@@ -82,7 +84,8 @@ def test_a_safetensors_agent_plays_as_the_network_it_was_saved_from(tmp_path, ki
         network, algo, profile, obs = QNetwork(6), "dqn", "standard", OBS_STANDARD
         expected = network(torch.from_numpy(obs)).detach().numpy()
     else:
-        network, algo, profile, obs = ActorCritic(6, share_network=kind.endswith("shared")), "selfplay", "seed", OBS_SEED
+        network = ActorCritic(6, share_network=kind.endswith("shared"))
+        algo, profile, obs = "selfplay", "seed", OBS_SEED
         expected = network.logits(torch.from_numpy(obs)).detach().numpy()
     path = str(tmp_path / "agent.safetensors")
     save_safetensors_agent(path, network.state_dict(), algo, 12345, profile)
@@ -155,8 +158,8 @@ def test_hub_agents_load_from_the_cache_offline_and_pickled_code_is_refused(tmp_
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", cache)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     agent = load_agent("hf://alice/pong/checkpoints/agent.pt")
-    np.testing.assert_allclose(agent.preferences(OBS_SEED), card_agent.logits(torch.from_numpy(OBS_SEED)).detach().numpy(),
-                               rtol=1e-5, atol=1e-6)
+    expected = card_agent.logits(torch.from_numpy(OBS_SEED)).detach().numpy()
+    np.testing.assert_allclose(agent.preferences(OBS_SEED), expected, rtol=1e-5, atol=1e-6)
     with pytest.raises(PongrlError, match="not a readable pongrl checkpoint"):
         load_agent("hf://alice/pong/evil.pt")
     assert not marker.exists()

@@ -4,10 +4,11 @@ The library in a few names (see docs/api.md; the CLI is a thin shell over them):
 
 - `load_agent(spec)`: any agent (a checkpoint, a run, a safetensors file, `zoo:NAME`, `hf://...`); an
   `Agent` gives `act`/`predict` (actions), `preferences` (Q-values or policy logits) and `layers`
-  (every layer's activations) for a batch of observations.
+  (every layer's activations) for a batch of observations; `export_seed_format(agent, out)` writes a
+  policy as the self-play card's state_dict.
 - `train(algo, run_dir, ...)` -> `Run`: metrics, checkpoints, `resume`, `branch`, `agent`.
 - `evaluate(agent, ...)` and `evaluate_protocols(agent)` against the built-in AI; `duel(first, second)`;
-  `record_video(first, second, out)`.
+  `run_league(inputs)` (ratings of many agents); `record_video(first, second, out)`.
 - `collect_probes(agents, frames, out_dir)` and `fit_probes(out_dir)`: what every layer knows.
 - `PongrlError`: every problem the user can fix.
 
@@ -32,10 +33,12 @@ gymnasium.register(
 # name -> (module, attribute)
 _EXPORTS = {
     "Agent": ("pongrl.agent", "Agent"), "load_agent": ("pongrl.agent", "load_agent"),
+    "export_seed_format": ("pongrl.agent", "export_seed_format"),
     "Run": ("pongrl.training", "Run"), "train": ("pongrl.training", "train"),
     "make_config": ("pongrl.training", "make_config"),
     "evaluate": ("pongrl.evaluation", "evaluate"), "evaluate_protocols": ("pongrl.evaluation", "evaluate_protocols"),
-    "duel": ("pongrl.arena", "duel"), "record_video": ("pongrl.media", "record_video"),
+    "duel": ("pongrl.arena", "duel"), "run_league": ("pongrl.league", "run_league"),
+    "record_video": ("pongrl.media", "record_video"),
     "collect_probes": ("pongrl.probes.collect", "collect"), "fit_probes": ("pongrl.probes.fit", "fit"),
 }
 __all__ = ["PongrlError", "CheckpointWriteError", *_EXPORTS]

@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from pongrl import hub, zoo
-from pongrl.checkpoint import atomic_write_bytes, is_checkpoint, read_weights_file, resolve, validate_checkpoint
+from pongrl.checkpoint import (atomic_write_bytes, is_checkpoint, read_weights_file, resolve, validate_checkpoint,
+                               write_torch_file)
 from pongrl.errors import PongrlError
 from pongrl.game import NUM_ACTIONS
 from pongrl.nets import ActorCritic, QNetwork, float32_arithmetic, is_shared_torso, torso_kind, torso_layers
@@ -23,17 +24,26 @@ SAMPLE_EPSILON_Q = 0.05
 
 class Agent:
     """Greedy play from a network's preferences, with optional epsilon-random actions. Networks play
-    in float32 here whatever precision trained them (see nets.float32_arithmetic)."""
+    in float32 here whatever precision trained them (see nets.float32_arithmetic). Get one with
+    [`load_agent`][] or [`Run.agent`][pongrl.training.Run.agent]."""
 
     obs_profile = "standard"
-    path = ""  # the file it was loaded from (load_agent sets it)
-    algo = "dqn"  # the algorithm that trained it: dqn, ppo or selfplay
-    config: dict | None = None  # its run's settings, when the file kept them (a pongrl checkpoint does)
+    """The observations it takes: "standard", the DQN protocol's grayscale (N, 4, 84, 84) stacks, or "seed",
+    the self-play card's blue-channel (N, 84, 84, 4) view."""
+    path = ""
+    """The file it was loaded from (load_agent sets it)."""
+    algo = "dqn"
+    """The algorithm that trained it: dqn, ppo or selfplay."""
+    config: dict | None = None
+    """Its run's settings, when the file kept them (a pongrl checkpoint does)."""
     network: torch.nn.Module
+    """The network that plays."""
 
     def __init__(self, name: str = "agent", env_step: int = 0):
         self.name = name
+        """Its name in matches, videos and tables: the `zoo:` or `hf://` spec it was loaded from, else its path."""
         self.env_step = env_step
+        """The env steps of training behind it (0 when the file does not say)."""
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The playing network's weights in float32, whatever dtype they were stored in: for a policy,
@@ -47,7 +57,7 @@ class Agent:
 
     def predict(self, obs: np.ndarray, deterministic: bool = True, rng: np.random.Generator | None = None):
         """Stable-Baselines3's name for acting: the action for one observation (an int) or the actions for a
-        batch (an array); `deterministic=False` samples (see `act`). Unlike SB3 it returns no recurrent state."""
+        batch (an array); `deterministic=False` samples (see [`act`][]). Unlike SB3 it returns no recurrent state."""
         obs = np.asarray(obs)
         single = obs.ndim == 3
         actions = self.act(obs[None] if single else obs, rng=rng, sample=not deterministic)
@@ -73,6 +83,8 @@ class Agent:
         return actions
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Actions drawn from the agent's policy (a policy's own draws; epsilon-greedy with SAMPLE_EPSILON_Q
+        for value-based agents), from `rng` so that matches are reproducible."""
         return self.act(obs, SAMPLE_EPSILON_Q, rng)
 
 
@@ -178,7 +190,8 @@ def save_safetensors_agent(path: str, state_dict: dict, algo: str, env_step: int
 
     # A shared torso appears under both actor_network.* and critic_network.* (the seed's keys);
     # safetensors refuses tensors that share memory, so each key gets its own copy.
-    data = save({key: value.detach().to(dtype if dtype and value.is_floating_point() else value.dtype).clone().contiguous()
+    data = save({key: (value.detach().to(dtype if dtype and value.is_floating_point() else value.dtype)
+                       .clone().contiguous())
                  for key, value in state_dict.items()},
                 metadata={"algo": algo, "env_step": str(int(env_step)), "obs_profile": obs_profile})
     atomic_write_bytes(path, data)
@@ -231,6 +244,26 @@ def as_agent(agent_or_spec) -> Agent:
     if not isinstance(agent_or_spec, (str, os.PathLike)):
         raise PongrlError(f"expected an agent or the spec of one, got {type(agent_or_spec).__name__}")
     return load_agent(os.fspath(agent_or_spec))
+
+
+def export_seed_format(agent_or_spec, out: str, force: bool = False) -> PolicyAgent:
+    """Write a PPO or self-play agent (an Agent, or any spec load_agent takes) to `out` as the bare float32
+    state_dict that the self-play card's `Agent.load` reads (`pongrl export`), atomically, and return the agent.
+    Refused: an existing `out` unless `force`, a DQN agent (the card's format holds a policy) and a torso other
+    than the card's Nature one."""
+    if os.path.exists(out) and not force:
+        raise PongrlError(f"{out}: exists (use --force to overwrite)")
+    agent = as_agent(agent_or_spec)
+    source = os.fspath(agent_or_spec) if isinstance(agent_or_spec, (str, os.PathLike)) else agent.name
+    if not isinstance(agent, PolicyAgent):
+        raise PongrlError(f"{source}: only PPO agents have the self-play card's format (this is a {agent.algo} agent)")
+    weights = agent.state_dict()
+    torso = torso_kind(weights)
+    if torso != "nature":
+        raise PongrlError(f"{source}: the self-play card's Agent has the Nature torso; this agent has the "
+                          f"{torso!r} one, so it has no seed-format export")
+    write_torch_file(out, weights)
+    return agent
 
 
 def _load_torch_file(path: str, name: str) -> Agent:

@@ -3,7 +3,7 @@ state_dicts, or the game's built-in AI.
 
 - An agent against the built-in AI plays the single-player emulator on the right paddle (the
   built-in AI's opponent side, where every agent trained), in its own observation profile.
-- Two agents meet on the two-player emulator (pongrl.envs.match); each sees its own profile, the one
+- Two agents meet on the two-player emulator (pongrl.envs.two_player); each sees its own profile, the one
   on the left mirrored. Games come in pairs with the same start and the sides swapped, so neither
   side's advantage biases a match, and an agent against itself scores exactly zero on average.
 
@@ -22,10 +22,10 @@ import numpy as np
 
 from pongrl.agent import Agent, load_agent
 from pongrl.checkpoint import run_name
-from pongrl.envs.match import LEFT, MAX_START_NOOP_FRAMES, RIGHT, MatchGame
 from pongrl.errors import PongrlError
-from pongrl.game import CLASSIC_MODE, MAX_CYCLES, MAX_PARALLEL_GAMES
-from pongrl.evaluation import play_games
+from pongrl.game import CLASSIC_MODE, MAX_CYCLES, MAX_PARALLEL_GAMES, MAX_START_NOOP_FRAMES
+from pongrl.runner import BUILTIN as BUILTIN_AI
+from pongrl.runner import AgentPlayer, GamePlan, play_games, spread
 
 BUILTIN = "builtin"
 
@@ -99,7 +99,7 @@ def play_match(first: Player, second: Player, games: int, seed: int, sample: boo
                sticky_actions: float = 0.0, game_mode: int = CLASSIC_MODE) -> list[dict]:
     """Play `games` games; one dict per game, scored for `first`. `sample` (both players, or a pair for
     first and second) draws actions from the policies instead of playing greedily. `serve_assist`
-    serves for agents that never learned to (two-agent games only; see pongrl.envs.match).
+    serves for agents that never learned to (two-agent games only; see pongrl.envs.two_player).
     `sticky_actions` (games against the built-in AI only) is the emulator's probability of repeating
     the previous action on a frame. `game_mode` (two-agent games only) is the cartridge's two-player
     variation, 3 or 4 (pong_v3's classic)."""
@@ -112,9 +112,12 @@ def play_match(first: Player, second: Player, games: int, seed: int, sample: boo
         refuse_game_mode_against_builtin(game_mode)
         agent_first = not first.is_builtin
         agent = (first if agent_first else second).agent
-        actor = _actor(agent, seed, 1, samples[0] if agent_first else samples[1])
-        return [_from_single_player(game, agent_first)
-                for game in play_games(actor, games, seed, agent.obs_profile, sticky_actions=sticky_actions)]
+        player = AgentPlayer(agent, np.random.default_rng([seed, 1]), sample=samples[0] if agent_first else samples[1])
+        plans = [GamePlan(player if agent_first else BUILTIN_AI, BUILTIN_AI if agent_first else player,
+                          first_right=agent_first) for _ in range(games)]
+        records = play_games(spread(plans), seed=seed, sticky_actions=sticky_actions,
+                             vectorized=agent.obs_profile == "standard")
+        return [_game_record(record) for record in records]
     if sticky_actions:
         raise PongrlError("sticky actions apply to games against the built-in AI only, not between two agents")
     return _play_agents(first.agent, second.agent, games, seed, samples, max_frames, serve_assist, game_mode)
@@ -126,70 +129,31 @@ def refuse_game_mode_against_builtin(game_mode: int) -> None:
                           "the game is the single-player one")
 
 
-def _actor(agent: Agent, seed: int, stream: int, sample: bool):
-    rng = np.random.default_rng([seed, stream])
-    return lambda obs: agent.act(obs, rng=rng, sample=sample)
-
-
-def _from_single_player(game: dict, agent_first: bool) -> dict:
-    """A single-player game (agent on the right against the built-in AI), from the first player's side."""
-    agent_points, builtin_points = game["points_won"], game["points_lost"]
-    first_points, second_points = (agent_points, builtin_points) if agent_first else (builtin_points, agent_points)
-    return _game_record("right" if agent_first else "left", first_points, second_points, game["truncated"],
-                        (0, 0), game["length"], start=None)
-
-
-def _game_record(first_side: str, first_points: int, second_points: int, cut: bool, penalties, length: int,
-                 start) -> dict:
-    outcome = "draw" if cut else ("win" if first_points > second_points else "loss")
-    return {"first_side": first_side, "first_points": int(first_points), "second_points": int(second_points),
-            "score": int(first_points - second_points), "outcome": outcome, "cut": bool(cut),
-            "first_serve_penalties": int(penalties[0]), "second_serve_penalties": int(penalties[1]),
-            "length": int(length), "start_noop_frames": start}
+def _game_record(record: dict) -> dict:
+    """A game record of the runner as a match reports it (a game cut by the frame cap is a draw)."""
+    first_points, second_points = record["first_points"], record["second_points"]
+    outcome = "draw" if record["cut"] else ("win" if first_points > second_points else "loss")
+    return {"first_side": record["first_side"], "first_points": first_points, "second_points": second_points,
+            "score": first_points - second_points, "outcome": outcome, "cut": record["cut"],
+            "first_serve_penalties": record["first_serve_penalties"],
+            "second_serve_penalties": record["second_serve_penalties"], "length": record["steps"],
+            "start_noop_frames": record["start"]}
 
 
 def _play_agents(first: Agent, second: Agent, games: int, seed: int, samples: tuple[bool, bool],
                  max_frames: int, serve_assist: bool, game_mode: int) -> list[dict]:
     """Games 2k and 2k+1 share a start (a number of no-op frames drawn from `seed`); the first
-    player takes the right paddle in even games and the left one in odd games."""
+    player takes the right paddle in even games and the left one in odd games. They are played in waves
+    of MAX_PARALLEL_GAMES games that start together."""
     starts = np.random.default_rng([seed, 0]).integers(0, MAX_START_NOOP_FRAMES, size=(games + 1) // 2)
-    plan = [(int(starts[g // 2]), g % 2 == 0) for g in range(games)]
-    act = (_actor(first, seed, 1, samples[0]), _actor(second, seed, 2, samples[1]))
-    profiles = (first.obs_profile, second.obs_profile)
-    results = []
+    players = (AgentPlayer(first, np.random.default_rng([seed, 1]), sample=samples[0]),
+               AgentPlayer(second, np.random.default_rng([seed, 2]), sample=samples[1]))
+    plans = [GamePlan(*players, first_right=g % 2 == 0, start=int(starts[g // 2])) for g in range(games)]
+    records = []
     for wave in range(0, games, MAX_PARALLEL_GAMES):
-        chunk = plan[wave:wave + MAX_PARALLEL_GAMES]
-        # sides[i][p] is the paddle player p holds in game i (p = 0 first, 1 second).
-        sides = [(RIGHT, LEFT) if first_right else (LEFT, RIGHT) for _, first_right in chunk]
-        matches = []
-        for (start, first_right), side in zip(chunk, sides):
-            game = MatchGame((profiles[0], profiles[1]) if first_right else (profiles[1], profiles[0]), max_frames,
-                             serve_assist=serve_assist, mode=game_mode)
-            game.reset(start)
-            matches.append(game)
-        lengths = [0] * len(chunk)
-        try:
-            while True:
-                running = [i for i, game in enumerate(matches) if not game.done]
-                if not running:
-                    break
-                actions = np.zeros((len(matches), 2), np.int64)  # by paddle: RIGHT, LEFT
-                for player in (0, 1):
-                    obs = np.stack([matches[i].observation(sides[i][player]) for i in running])
-                    for i, action in zip(running, act[player](obs)):
-                        actions[i, sides[i][player]] = action
-                for i in running:
-                    matches[i].step(int(actions[i, RIGHT]), int(actions[i, LEFT]))
-                    lengths[i] += 1
-            for i, game in enumerate(matches):
-                mine, theirs = sides[i]
-                results.append(_game_record("right" if mine == RIGHT else "left", game.points[mine], game.points[theirs],
-                                            game.cut, (game.penalties[mine], game.penalties[theirs]), lengths[i],
-                                            chunk[i][0]))
-        finally:
-            for game in matches:
-                game.close()
-    return results
+        records += play_games([[plan] for plan in plans[wave:wave + MAX_PARALLEL_GAMES]], max_frames=max_frames,
+                              serve_assist=serve_assist, game_mode=game_mode)
+    return [_game_record(record) for record in records]
 
 
 def wilson_interval(successes: float, trials: int, z: float = 1.96) -> tuple[float, float]:

@@ -56,7 +56,8 @@ def branch_run(run_dir: str, new_run_dir: str, changes: dict, checkpoint: str | 
     fixed = SAVED_STATE_SHAPE[config.algo] | (POOL_SHAPE if "opponent_pool" in payload["state"] else set())
     reshaped = sorted(name for name, value in changes.items() if name in fixed and value != getattr(config, name))
     if reshaped:
-        raise PongrlError(f"--{reshaped[0].replace('_', '-')} shapes what the checkpoint holds and cannot change in a branch")
+        raise PongrlError(f"--{reshaped[0].replace('_', '-')} shapes what the checkpoint holds "
+                          "and cannot change in a branch")
     for name, value in changes.items():
         setattr(config, name, value)
     config_module.validate(config)

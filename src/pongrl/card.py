@@ -38,15 +38,15 @@ def card_metadata(algo: str, summary: dict, games: int, sample: bool = False) ->
     value = f"{summary['mean_point_difference']:.2f} +/- {summary['point_difference_std']:.2f}"
     return {
         "library_name": "pongrl",
-        "tags": ["reinforcement-learning", "deep-reinforcement-learning", "atari", "pong", "PongNoFrameskip-v4", "pytorch",
-                 *ALGO_TAGS.get(algo, [])],
+        "tags": ["reinforcement-learning", "deep-reinforcement-learning", "atari", "pong", "PongNoFrameskip-v4",
+                 "pytorch", *ALGO_TAGS.get(algo, [])],
         "model-index": [{
             "name": f"{algo}-PongNoFrameskip-v4",
             "results": [{
                 "task": {"type": "reinforcement-learning", "name": "reinforcement-learning"},
                 "dataset": {"type": "PongNoFrameskip-v4", "name": "PongNoFrameskip-v4"},
-                "metrics": [{"type": "mean_reward", "value": value, "name": f"mean score over {games} games vs the built-in AI{play}",
-                             "verified": False}],
+                "metrics": [{"type": "mean_reward", "value": value,
+                             "name": f"mean score over {games} games vs the built-in AI{play}", "verified": False}],
             }],
         }],
     }
@@ -99,8 +99,8 @@ def write_card(run_or_checkpoint: str, out_dir: str, games: int, seed: int, vide
     return {"out": out_dir, "env_step": step, **summary}
 
 
-def _readme(metadata, algo, config, trained_with, network, step, obs_profile, summary, scores, games, seed, source, video,
-            sample) -> str:
+def _readme(metadata, algo, config, trained_with, network, step, obs_profile, summary, scores, games, seed, source,
+            video, sample) -> str:
     game_mode = (config or {}).get("game_mode", CLASSIC_MODE)  # runs from before --game-mode played the classic game
     game = "PettingZoo pong_v3" + ("" if game_mode == CLASSIC_MODE else f", on the cartridge's variation {game_mode}")
     kind = {"dqn": "a DQN agent", "ppo": "a PPO agent trained against the built-in AI",
@@ -108,7 +108,8 @@ def _readme(metadata, algo, config, trained_with, network, step, obs_profile, su
     profile = ("the self-play card's view: blue channel, 84x84, 4 frames channel-last, score rows blanked"
                if obs_profile == "seed" else "grayscale 84x84, 4 frames stacked channel-first (the DQN protocol)")
     if config is not None:
-        rows = "\n".join(f"| {key} | {value} |" for key, value in config.items() if key not in ("track", "wandb_project"))
+        rows = "\n".join(f"| {key} | {value} |" for key, value in config.items()
+                         if key not in ("track", "wandb_project"))
         settings = f"| setting | value |\n|---|---|\n{rows}"
     elif trained_with:
         settings = f"Trained with:\n\n```\n{trained_with}\n```"
@@ -121,6 +122,12 @@ def _readme(metadata, algo, config, trained_with, network, step, obs_profile, su
             f"```python\nimport torch\nstate_dict = torch.load(\"model.pt\", weights_only=True)  # a {torso} "
             f"{'Q-network' if algo == 'dqn' else 'actor-critic'}\n```")
     first_video = video["games"][0] if video["games"] else {"first_points": 0, "second_points": 0}
+    # Pieces of the text below, named here to keep its lines short.
+    score_list = ", ".join(f"{s:+d}" for s in scores)
+    plays = how_it_plays(algo, sample)
+    config_file = "- `config.yaml`: every training setting.\n" if config is not None else ""
+    replay = (f"- `replay.mp4`: one game against the built-in AI ({video['frames']} frames at 60 fps; "
+              f"agent {first_video['first_points']}, built-in AI {first_video['second_points']}).")
     return f"""---
 {yaml.safe_dump(metadata, sort_keys=False).strip()}
 ---
@@ -133,8 +140,8 @@ This is {kind}, trained with pongrl for {step:,} environment steps
 ## Evaluation against the built-in AI
 
 Mean score {summary['mean_point_difference']:+.2f} +/- {summary['point_difference_std']:.2f} over {games} whole games
-(scores {", ".join(f"{s:+d}" for s in scores)}); won {summary['wins']}, lost {summary['losses']}, drawn {summary['draws']}
-(cut by the frame cap). The agent plays the right paddle, {how_it_plays(algo, sample)}, on the single-player emulator (no sticky actions,
+(scores {score_list}); won {summary['wins']}, lost {summary['losses']}, drawn {summary['draws']}
+(cut by the frame cap). The agent plays the right paddle, {plays}, on the single-player emulator (no sticky actions,
 up to 30 no-ops at the start). Reproduce with:
 
 ```
@@ -144,7 +151,7 @@ pongrl eval {source} --episodes {games} --seed {seed}{" --sample" if sample else
 ## Files
 
 - `model.pt`: the network's state_dict (`torch.save(state_dict)`); `model.safetensors`: the same tensors.
-{"- `config.yaml`: every training setting." + chr(10) if config is not None else ""}- `replay.mp4`: one game against the built-in AI ({video['frames']} frames at 60 fps; agent {first_video['first_points']}, built-in AI {first_video['second_points']}).
+{config_file}{replay}
 
 {load}
 

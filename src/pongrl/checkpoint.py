@@ -237,7 +237,8 @@ def validate_checkpoint(path: str, payload) -> dict:
         raise PongrlError(f"{path}: not a pongrl checkpoint")
     version = payload.get("format_version")
     if version != FORMAT_VERSION:
-        raise PongrlError(f"{path}: checkpoint format version {version} is not supported (this pongrl reads {FORMAT_VERSION})")
+        raise PongrlError(f"{path}: checkpoint format version {version} is not supported "
+                          f"(this pongrl reads {FORMAT_VERSION})")
     payload["path"] = path
     return payload
 

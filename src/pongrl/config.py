@@ -3,6 +3,9 @@
 Every field carries a docstring-like comment in `FIELD_HELP` that the CLI shows in `--help`.
 Frequencies are counted in environment steps (one step of one emulator), whatever the
 number of parallel environments.
+
+Longer than most modules (~400 lines) on purpose: every setting of every algorithm, its help and its checks
+live here once, so that a reader sees the whole experiment surface in one file.
 """
 from __future__ import annotations
 
@@ -207,7 +210,8 @@ FIELD_HELP.update({
     "target_kl": "stop the epochs of an update when the approximate KL passes this (0 = never)",
     "share_network": "the critic reuses the actor's torso (one CNN instead of two)",
     "end_gae_at_point": "end the GAE episode at every scored point, as the seed's script does (done or reward != 0)",
-    "opponent_pool": "self-play: fraction of games in which a past snapshot of the policy plays one paddle (0 = plain self-play)",
+    "opponent_pool": "self-play: fraction of games in which a past snapshot of the policy plays one paddle "
+                     "(0 = plain self-play)",
     "builtin_fraction": "self-play: fraction of games played against the built-in AI on the single-player emulator, "
                         "the learner on the right paddle in the card's view (0 = none)",
     "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
@@ -254,7 +258,8 @@ RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "precision", "track"
 # What a resume may change besides the step count (where the run runs and how it reports), and what a branch
 # may change: any setting but the algorithm, the preset it started from and the step count.
 RESUME_SETTINGS = RESUME_MUTABLE - {"total_steps"}
-BRANCH_SETTINGS = ({f.name for f in fields(DQNConfig)} | {f.name for f in fields(PPOConfig)}) - {"algo", "preset", "total_steps"}
+BRANCH_SETTINGS = (({f.name for f in fields(DQNConfig)} | {f.name for f in fields(PPOConfig)})
+                   - {"algo", "preset", "total_steps"})
 
 
 def field_types(cls) -> dict[str, type]:
@@ -268,7 +273,8 @@ def make_config(algo: str, preset: str, overrides: dict[str, Any]):
     cls, presets = CONFIG_CLASSES[algo]
     if preset not in presets:
         raise PongrlError(f"unknown preset {preset!r} for {algo} (choose from {', '.join(presets)})")
-    values = {**presets[preset], **{k: v for k, v in overrides.items() if v is not None}, "preset": preset, "algo": algo}
+    values = {**presets[preset], **{k: v for k, v in overrides.items() if v is not None},
+              "preset": preset, "algo": algo}
     config = cls(**values)
     validate(config)
     return config
@@ -281,8 +287,10 @@ POSITIVE = {"total_steps", "num_envs", "buffer_size", "train_frequency", "batch_
 NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads", "target_kl", "num_checkpoints",
                 "ent_coef", "vf_coef", "clip_coef"}
 STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
-UNIT_INTERVAL = {"opponent_pool", "builtin_fraction", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon", "gae_lambda", "priority_alpha", "priority_beta"}
-CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"), "env": ("fast", "reference"),
+UNIT_INTERVAL = {"opponent_pool", "builtin_fraction", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon",
+                 "gae_lambda", "priority_alpha", "priority_beta"}
+CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"),
+           "env": ("fast", "reference"),
            "obs": ("standard", "seed"), "network": ("nature", "small"),
            "precision": ("float32", "bfloat16"), "game_mode": GAME_MODES, "pool_play": ("sample", "greedy")}
 
@@ -312,7 +320,8 @@ def validate(config) -> None:
         raise PongrlError("--buffer-size is too small for the number of environments")
     if isinstance(config, PPOConfig):
         if config.algo != "selfplay" and config.game_mode != 4:
-            raise PongrlError("--game-mode is for self-play only (against the built-in AI the game is the single-player one)")
+            raise PongrlError("--game-mode is for self-play only "
+                              "(against the built-in AI the game is the single-player one)")
         if config.env == "reference" and config.sticky_actions:
             raise PongrlError("--sticky-actions needs --env fast (PettingZoo's emulator repeats the first player's "
                               "actions only)")
@@ -397,11 +406,13 @@ def check_same_experiment(payload: dict, config) -> None:
     """A checkpoint resumes only the run it came from: same algorithm and the same settings, apart
     from those a resume may change (RESUME_MUTABLE)."""
     if payload.get("algo") != config.algo:
-        raise PongrlError(f"{payload.get('path')}: a {payload.get('algo')!r} checkpoint cannot resume a {config.algo} run")
+        raise PongrlError(f"{payload.get('path')}: a {payload.get('algo')!r} checkpoint "
+                          f"cannot resume a {config.algo} run")
     saved = payload.get("config", {})
     current = to_dict(config)
     # A setting added after the checkpoint was written is absent from it: it ran with the default.
     defaults = {f.name: f.default for f in fields(config)}
     differing = sorted(k for k in current if k not in RESUME_MUTABLE and saved.get(k, defaults[k]) != current[k])
     if differing:
-        raise PongrlError(f"{payload.get('path')}: checkpoint does not match the run's config.yaml ({', '.join(differing)} differ)")
+        raise PongrlError(f"{payload.get('path')}: checkpoint does not match the run's config.yaml "
+                          f"({', '.join(differing)} differ)")

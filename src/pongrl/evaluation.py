@@ -4,15 +4,14 @@ score, and a policy may win it by repeating a few memorized games) and sticky ac
 protocol the field compares on: every game differs, so it is estimated from many games, with its interval)."""
 from __future__ import annotations
 
-import hashlib
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
-from pongrl.envs import make_vector_env
-from pongrl.envs.single import GameVectorEnv
 from pongrl.errors import PongrlError
-from pongrl.game import MAX_PARALLEL_GAMES, NOOP_MAX
+from pongrl.game import NOOP_MAX
+from pongrl.runner import BUILTIN, FunctionPlayer, GamePlan, spread
+from pongrl.runner import play_games as run_games
 
 STICKY_PROTOCOL = 0.25  # the ALE v5 protocol's sticky-action probability (Machado et al. 2018)
 STICKY_GAMES = 100  # games of a sticky score: the 95% interval of a +19 agent is then about +-0.3 points
@@ -36,52 +35,20 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
         raise PongrlError(f"{len(starts)} starts for {episodes} games")
     if episodes <= 0:
         raise PongrlError(f"the number of games must be positive, got {episodes}")
-    num_envs = min(episodes, MAX_PARALLEL_GAMES)
-    quota = [episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)]
-    env_starts = None
-    if starts is not None:  # consecutive slices, so that the games come back in the order of `starts`
-        bounds = np.cumsum([0] + quota)
-        env_starts = [list(starts[bounds[i]:bounds[i + 1]]) for i in range(num_envs)]
-        env = GameVectorEnv(num_envs, seed, profile, env_starts, sticky_actions)
-        obs, _ = env.reset()
-    elif profile == "standard":
-        env, obs = make_vector_env(num_envs, seed, sticky_actions=sticky_actions)
-    else:
-        env = GameVectorEnv(num_envs, seed, profile, sticky_actions=sticky_actions)
-        obs, _ = env.reset()
-    try:
-        won = np.zeros(num_envs, np.int64)
-        lost = np.zeros(num_envs, np.int64)
-        length = np.zeros(num_envs, np.int64)
-        games: list[list[dict]] = [[] for _ in range(num_envs)]
-        points: list[list[tuple[int, int]]] = [[] for _ in range(num_envs)]  # (step, +1 or -1) per point
-        while any(len(games[i]) < quota[i] for i in range(num_envs)):
-            obs, reward, terminated, truncated, _ = env.step(np.asarray(act(obs), dtype=np.int64))
-            won += reward > 0
-            lost += reward < 0
-            length += 1
-            for i in np.flatnonzero(reward):
-                points[i].append((int(length[i]), int(np.sign(reward[i]))))
-            for i in np.flatnonzero(terminated | truncated):
-                if len(games[i]) < quota[i]:
-                    game = {"score": int(won[i] - lost[i]), "points_won": int(won[i]), "points_lost": int(lost[i]),
-                            "length": int(length[i]), "truncated": bool(truncated[i]),
-                            "fingerprint": game_course(points[i])}
-                    if env_starts is not None:
-                        game["start_noop_frames"] = int(env_starts[i][len(games[i])])
-                    games[i].append(game)
-                won[i] = lost[i] = length[i] = 0
-                points[i] = []
-    finally:
-        env.close()
-    return [game for env_games in games for game in env_games]
-
-
-def game_course(points: list[tuple[int, int]]) -> str:
-    """A game's fingerprint from its points (agent step, +1 won / -1 lost): who won each, and the steps between
-    consecutive points. The time to the first point is left out, since it carries the no-op start."""
-    course = [(sign, step - before) for (before, _), (step, sign) in zip(points, points[1:])]
-    return hashlib.sha256(repr((points[0][1] if points else 0, course)).encode()).hexdigest()[:16]
+    player = FunctionPlayer(act, profile)
+    plans = [GamePlan(player, BUILTIN, start=None if starts is None else int(starts[i])) for i in range(episodes)]
+    # ale-py's C++ vector env where it can (the standard profile, drawn starts): the fastest way to play
+    records = run_games(spread(plans), seed=seed, sticky_actions=sticky_actions,
+                        vectorized=profile == "standard" and starts is None)
+    games = []
+    for record in records:
+        game = {"score": record["first_points"] - record["second_points"], "points_won": record["first_points"],
+                "points_lost": record["second_points"], "length": record["steps"], "truncated": record["cut"],
+                "fingerprint": record["course"]}
+        if starts is not None:
+            game["start_noop_frames"] = record["start"]
+        games.append(game)
+    return games
 
 
 def summarize(games: list[dict]) -> dict:
@@ -104,6 +71,14 @@ def summarize(games: list[dict]) -> dict:
     if all("fingerprint" in g for g in games):
         summary["distinct_games"] = len({g["fingerprint"] for g in games})
     return summary
+
+
+def count_outcomes(scores: Iterable[float]) -> dict[str, int]:
+    """How many of the games with these scores (the agent's points minus the built-in AI's, as in a summary's
+    "scores") the agent "won", "lost", and ended "even" (a game cut by the frame cap with the points level)."""
+    scores = list(scores)
+    won, lost = sum(score > 0 for score in scores), sum(score < 0 for score in scores)
+    return {"won": won, "lost": lost, "even": len(scores) - won - lost}
 
 
 def evaluate(agent, episodes: int = 10, seed: int = 0, epsilon: float = 0.0, sticky_actions: float = 0.0) -> dict:
@@ -155,7 +130,7 @@ def evaluate_protocols(agent, sticky_games: int = STICKY_GAMES, seed: int = 0) -
 def describe_protocols(result: dict) -> list[str]:
     """The two scores of `evaluate_protocols` in words, a line each."""
     exact, sticky = result["exact"], result["sticky"]
-    won = sum(score > 0 for score in exact["scores"])
+    won = count_outcomes(exact["scores"])["won"]
     interval = ("no interval from one game" if sticky["ci95"] is None else
                 "95% interval {:+.2f}..{:+.2f}".format(*sticky["ci95"]))
     return [f"exact protocol: {exact['mean']:+.2f} over all {exact['games']} starts ({won} won; "

@@ -27,6 +27,10 @@ CLASSIC_MODE = 4  # pong_v3's "classic" two-player game (its default game_versio
 # faster than 2 px/frame horizontally; in 3 and in the single-player game it reaches 3-4 px/frame in about 4%.
 GAME_MODES = (3, CLASSIC_MODE)
 PLAYERS = ("first_0", "second_0")  # the two-player game's players: first_0 holds the right paddle, second_0 the left
+RIGHT, LEFT = 0, 1  # the sides, numbered as PLAYERS; in the single-player game the agent is RIGHT, the built-in AI LEFT
+# No-op frames before a two-player game, drawn below this: half the 2-second serve window, so that no serve
+# penalty can fall before the players act.
+MAX_START_NOOP_FRAMES = 60
 
 # RAM bytes (AtariARI's annotations, checked on this emulator by tests against the screen and the score).
 RAM_RIGHT_PADDLE_Y, RAM_LEFT_PADDLE_Y = 51, 50

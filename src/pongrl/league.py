@@ -9,6 +9,9 @@ Gaussian prior (choix's `alpha`) keeps ratings finite when one player won every 
 
 The built-in AI, when included, is the anchor at rating 0; otherwise the ratings average 0.
 
+`run_league` is the whole course (`pongrl.run_league`, the CLI's `pongrl league`): the players, the schedule, the
+matches, the ratings, the tables and the chart, each step a function of its own here.
+
 Matches are cached in `OUT/matches.jsonl` by (the two checkpoints' SHA-256, seed, games, sampling,
 frame cap, serve assist, two-player game variation): adding checkpoints plays only the new pairs,
 and an interrupted league keeps every finished match (each is appended and flushed as it finishes).
@@ -30,12 +33,13 @@ from pongrl import hub, zoo
 from pongrl.arena import BUILTIN, Player, load_player, play_match, summarize_match
 from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_name
 from pongrl.errors import PongrlError
-from pongrl.game import CLASSIC_MODE
+from pongrl.game import CLASSIC_MODE, GAME_MODES, MAX_CYCLES
 
 ELO_PER_NAT = 400 / math.log(10)
 PRIOR_ALPHA = 1e-3  # prior variance 1000 nat^2: only keeps an unbeaten player's rating finite
 ROUND_ROBIN_LIMIT = 12  # above this many players, play a scheduled subset of the pairs
 NEIGHBOURS = 2  # in a scheduled league, each checkpoint meets the next NEIGHBOURS of its run
+SCHEDULES = ("auto", "all", "neighbours")
 
 
 @dataclass
@@ -49,7 +53,8 @@ class Entrant:
 
 def collect_entrants(inputs: list[str], include_builtin: bool) -> list[Entrant]:
     """Every checkpoint of each run directory (oldest first), single files, zoo agents (`zoo:*` for
-    all) and Hub files; duplicates (same SHA-256) once. Each file is loaded once here so that a bad one is refused before any match."""
+    all) and Hub files; duplicates (same SHA-256) once. Each file is loaded once here so that a bad one is
+    refused before any match."""
     entrants: dict[str, Entrant] = {}
     for spec in inputs:
         if zoo.is_zoo_spec(spec):
@@ -68,7 +73,8 @@ def collect_entrants(inputs: list[str], include_builtin: bool) -> list[Entrant]:
             raise PongrlError(f"{spec}: no such file or directory")
         for path in paths:
             player = load_player(path)
-            entrants.setdefault(player.sha256, Entrant(player.sha256, player.name, path, run_name(path), player.env_step))
+            entrant = Entrant(player.sha256, player.name, path, run_name(path), player.env_step)
+            entrants.setdefault(player.sha256, entrant)
     result = list(entrants.values())
     if include_builtin:
         result.append(Entrant(BUILTIN, "built-in AI", BUILTIN, "", 0))
@@ -77,7 +83,7 @@ def collect_entrants(inputs: list[str], include_builtin: bool) -> list[Entrant]:
     return result
 
 
-def schedule(entrants: list[Entrant], mode: str) -> list[tuple[int, int]]:
+def scheduled_pairs(entrants: list[Entrant], mode: str) -> list[tuple[int, int]]:
     """Pairs to play. `all`: round robin. `neighbours`: each checkpoint against the next NEIGHBOURS
     checkpoints of its run, the first and last of every run against each other and across runs,
     and everyone against the built-in AI when it is in. `auto`: round robin up to ROUND_ROBIN_LIMIT
@@ -159,24 +165,28 @@ def _play_pair(first_path: str, second_path: str, games: int, seed: int, sample:
 
 def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: str, games: int, seed: int,
                 sample: bool, max_frames: int, workers: int, show_progress: bool = True,
-                serve_assist: bool = False, game_mode: int = CLASSIC_MODE, sticky_actions: float = 0.0) -> list[dict]:
+                serve_assist: bool = False, game_mode: int = CLASSIC_MODE, sticky_actions: float = 0.0,
+                verbose: bool = False) -> list[dict]:
     """Play the pairs not in the cache, appending each finished match; returns all the pairs' records.
     Pairs of two agents play the two-player variation `game_mode`; the built-in AI, the single-player game,
-    under `sticky_actions` (0.25: the ALE v5 protocol)."""
+    under `sticky_actions` (0.25: the ALE v5 protocol). `verbose` says on stderr how many pairs are cached and
+    how many are to play; `show_progress` draws a progress bar there (when `verbose` is set)."""
     os.makedirs(out_dir, exist_ok=True)
     cache_path = os.path.join(out_dir, "matches.jsonl")
     cache = read_cache(cache_path)
-    keys = {pair: match_key(entrants[pair[0]].key, entrants[pair[1]].key, seed, games, sample, max_frames, serve_assist,
-                            game_mode, sticky_actions) for pair in pairs}
+    keys = {(i, j): match_key(entrants[i].key, entrants[j].key, seed, games, sample, max_frames, serve_assist,
+                              game_mode, sticky_actions) for i, j in pairs}
     todo = [pair for pair in pairs if keys[pair] not in cache]
-    print(f"pongrl: league of {len(entrants)} players: {len(pairs)} pairs, {len(pairs) - len(todo)} cached, "
-          f"{len(todo)} to play ({games} games each)", file=sys.stderr)
+    if verbose:
+        print(f"pongrl: league of {len(entrants)} players: {len(pairs)} pairs, {len(pairs) - len(todo)} cached, "
+              f"{len(todo)} to play ({games} games each)", file=sys.stderr)
     if todo:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), unit="match", disable=not show_progress, file=sys.stderr)
+        bar = tqdm(total=len(todo), unit="match", disable=not (verbose and show_progress), file=sys.stderr)
+        processes = max(1, min(workers, len(todo)))
         with open(cache_path, "a") as handle, ProcessPoolExecutor(
-                max_workers=max(1, min(workers, len(todo))), mp_context=get_context("spawn"), initializer=_init_worker) as pool:
+                max_workers=processes, mp_context=get_context("spawn"), initializer=_init_worker) as pool:
             futures = {pool.submit(_play_pair, entrants[i].path, entrants[j].path, games, seed, sample, max_frames,
                                    serve_assist, game_mode, sticky_actions): (i, j) for i, j in todo}
             try:
@@ -200,7 +210,8 @@ def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: 
     return [cache[keys[pair]] for pair in pairs]
 
 
-def fit_ratings(num_players: int, results: list[tuple[int, int, float]], anchor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def fit_ratings(num_players: int, results: list[tuple[int, int, float]],
+                anchor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Bradley-Terry maximum likelihood on (i, j, score of i) game results (1 win, 0.5 draw, 0 loss).
     Returns Elo-scaled ratings and their standard errors."""
     import choix
@@ -244,9 +255,10 @@ def game_results(entrants: list[Entrant], records: list[dict]) -> list[tuple[int
 
 def _flipped(game: dict) -> dict:
     """A game scored for the second player instead of the first."""
-    return {**game, "first_points": game["second_points"], "second_points": game["first_points"], "score": -game["score"],
-            "outcome": {"win": "loss", "loss": "win"}.get(game["outcome"], "draw"),
-            "first_serve_penalties": game["second_serve_penalties"], "second_serve_penalties": game["first_serve_penalties"]}
+    return {**game, "first_points": game["second_points"], "second_points": game["first_points"],
+            "score": -game["score"], "outcome": {"win": "loss", "loss": "win"}.get(game["outcome"], "draw"),
+            "first_serve_penalties": game["second_serve_penalties"],
+            "second_serve_penalties": game["first_serve_penalties"]}
 
 
 def games_of(key: str, records: list[dict]) -> list[tuple[str, dict]]:
@@ -268,8 +280,10 @@ def ratings_table(entrants: list[Entrant], records: list[dict]) -> list[dict]:
         played = games_of(entrant.key, records)
         versus_builtin = [game for opponent, game in played if opponent == BUILTIN]
         summary = summarize_match(versus_builtin) if versus_builtin else None
-        rows.append({"player": entrant.name, "run": entrant.run, "env_step": entrant.env_step if entrant.key != BUILTIN else "",
-                     "rating": round(float(ratings[k]), 1), "rating_low": round(float(ratings[k] - 1.96 * errors[k]), 1),
+        rows.append({"player": entrant.name, "run": entrant.run,
+                     "env_step": entrant.env_step if entrant.key != BUILTIN else "",
+                     "rating": round(float(ratings[k]), 1),
+                     "rating_low": round(float(ratings[k] - 1.96 * errors[k]), 1),
                      "rating_high": round(float(ratings[k] + 1.96 * errors[k]), 1), "games": len(played),
                      "win_rate_vs_builtin": round(summary["win_rate"], 3) if summary else "",
                      "score_vs_builtin": round(summary["mean_point_difference"], 2) if summary else "",
@@ -278,6 +292,7 @@ def ratings_table(entrants: list[Entrant], records: list[dict]) -> list[dict]:
 
 
 def write_tables(rows: list[dict], out_dir: str) -> tuple[str, str]:
+    """ratings.csv and ratings.md in `out_dir` from the rows of `ratings_table`; returns their paths."""
     import io
 
     from pongrl.checkpoint import atomic_write_bytes
@@ -288,10 +303,85 @@ def write_tables(rows: list[dict], out_dir: str) -> tuple[str, str]:
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_bytes(csv_path, buffer.getvalue().encode())
-    lines = ["| rank | player | env step | rating (95% interval) | games | win rate vs built-in AI | score vs built-in AI |",
+    atomic_write_bytes(md_path, ratings_markdown(rows).encode())
+    return csv_path, md_path
+
+
+def ratings_markdown(rows: list[dict]) -> str:
+    """The rows of `ratings_table` as ratings.md's Markdown table, best first."""
+    lines = ["| rank | player | env step | rating (95% interval) | games | win rate vs built-in AI "
+             "| score vs built-in AI |",
              "|---:|---|---:|---|---:|---:|---:|"]
     for rank, row in enumerate(rows, 1):
-        lines.append(f"| {rank} | {row['player']} | {row['env_step']} | {row['rating']:+.0f} ({row['rating_low']:+.0f} .. "
-                     f"{row['rating_high']:+.0f}) | {row['games']} | {row['win_rate_vs_builtin']} | {row['score_vs_builtin']} |")
-    atomic_write_bytes(md_path, ("\n".join(lines) + "\n").encode())
-    return csv_path, md_path
+        rating = f"{row['rating']:+.0f} ({row['rating_low']:+.0f} .. {row['rating_high']:+.0f})"
+        lines.append(f"| {rank} | {row['player']} | {row['env_step']} | {rating} | {row['games']} "
+                     f"| {row['win_rate_vs_builtin']} | {row['score_vs_builtin']} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_league(inputs: list[str], out_dir: str | None = None, games_per_pair: int = 4, include_builtin: bool = False,
+               sticky_actions: float = 0.0, schedule: str = "auto", seed: int = 0, sample: bool = False,
+               max_frames: int = MAX_CYCLES, serve_assist: bool = False, game_mode: int = CLASSIC_MODE,
+               workers: int | None = None, verbose: bool = False) -> dict:
+    """Rate many agents by playing them against each other: the whole course of `pongrl league`.
+
+    `inputs` are run directories (all their checkpoints, oldest first), checkpoint, state_dict or safetensors
+    files, `zoo:NAME` (`zoo:*` for every shipped agent) and `hf://OWNER/REPO/FILE`; `include_builtin` adds the
+    built-in AI as the rating anchor (0), and its games are played with sticky actions `sticky_actions` (0.25:
+    the ALE v5 protocol; games between agents are not affected). `schedule` picks the pairs: `"all"`, each
+    checkpoint against its run's `"neighbours"`, or `"auto"` (all up to 12 players). Each pair plays
+    `games_per_pair` games, sides alternating, on the two-player variation `game_mode` (3 or 4, pong_v3's
+    classic), cut and drawn at `max_frames` raw frames; `sample` draws actions from the policies, `serve_assist`
+    serves for agents that never learned to. `workers` matches are played at once, one process each (default:
+    the number of cores); the processes are spawned, so a script that calls this must do so under
+    `if __name__ == "__main__":`, as with any `multiprocessing` pool.
+
+    Everything goes into `out_dir` (default: `league` in the first run directory among the inputs):
+    `matches.jsonl`, the cache of finished matches (a match already there is not played again), `ratings.csv`,
+    `ratings.md` and `ratings.png` (rating against training step per run). Prints nothing unless `verbose`,
+    which says on stderr how many pairs are cached and to play, with a progress bar on a terminal.
+
+    Returns `{"ratings": [...], "markdown", "out_dir", "matches", "ratings_csv", "ratings_md", "ratings_png"}`:
+    one dict per player, best first (ratings.csv's rows: "player", "run", "env_step", "rating", "rating_low",
+    "rating_high", "games", "win_rate_vs_builtin", "score_vs_builtin", "sha256"; "" where a value does not
+    apply), ratings.md's table as text, and the paths written ("ratings_png" is None when no chart was drawn).
+
+    Raises:
+        PongrlError: an input that is no agent, fewer than two players, no `out_dir` and no run directory among
+            the inputs, or a setting out of range.
+    """
+    if not 0.0 <= sticky_actions < 1.0:
+        raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
+    if sticky_actions and not include_builtin:
+        raise PongrlError("--sticky-actions is the protocol of the games against the built-in AI: "
+                          "it needs --include-builtin")
+    if schedule not in SCHEDULES:
+        raise PongrlError(f"the schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    if game_mode not in GAME_MODES:
+        raise PongrlError(f"the game variation must be one of {', '.join(map(str, GAME_MODES))}, got {game_mode!r}")
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    for name, value in (("games_per_pair", games_per_pair), ("max_frames", max_frames), ("workers", workers)):
+        if value <= 0:
+            raise PongrlError(f"{name} must be positive, got {value}")
+    entrants = collect_entrants(inputs, include_builtin)
+    if out_dir is None:
+        runs = [spec for spec in inputs if os.path.isdir(spec)]
+        if not runs:
+            raise PongrlError("give --out DIR (no run directory among the inputs to put the league in)")
+        out_dir = os.path.join(runs[0], "league")
+    pairs = scheduled_pairs(entrants, schedule)
+    records = play_league(entrants, pairs, out_dir, games_per_pair, seed, sample, max_frames,
+                          workers, show_progress=sys.stderr.isatty(), serve_assist=serve_assist,
+                          game_mode=game_mode, sticky_actions=sticky_actions, verbose=verbose)
+    rows = ratings_table(entrants, records)
+    csv_path, md_path = write_tables(rows, out_dir)
+    png: str | None = os.path.join(out_dir, "ratings.png")
+    if any(row["env_step"] != "" for row in rows):  # the chart draws checkpoints against their training step
+        from pongrl.media import plot_league
+
+        plot_league(csv_path, png)
+    else:
+        png = None
+    return {"ratings": rows, "markdown": ratings_markdown(rows), "out_dir": out_dir,
+            "matches": os.path.join(out_dir, "matches.jsonl"), "ratings_csv": csv_path, "ratings_md": md_path,
+            "ratings_png": png}

@@ -67,7 +67,8 @@ class LearnerState:
             if "torch_generator" in payload["rng"]:  # absent in the first DQN checkpoints, which did not use it
                 self.torch_generator.set_state(payload["rng"]["torch_generator"])
         except (KeyError, RuntimeError, ValueError, TypeError) as error:
-            raise PongrlError(f"{payload.get('path')}: incomplete {self.config.algo} checkpoint ({str(error)[:100]})") from None
+            raise PongrlError(f"{payload.get('path')}: incomplete {self.config.algo} checkpoint "
+                              f"({str(error)[:100]})") from None
         if added:
             self.on_added(added)
 

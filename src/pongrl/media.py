@@ -6,9 +6,8 @@ import os
 
 import numpy as np
 
-from pongrl.envs import PongGame
 from pongrl.errors import PongrlError
-from pongrl.game import CLASSIC_MODE
+from pongrl.game import CLASSIC_MODE, MAX_START_NOOP_FRAMES
 
 
 def _number(text):
@@ -41,7 +40,8 @@ def curve_series(rows: list[dict], self_play: bool) -> dict:
 
 def plot_runs(run_dirs: list[str], out: str) -> None:
     """The seed's two plots, several runs overlaid, and the game length: average return (training mean of
-    the last 10 games, and evaluation means where present, greedy and sampled), the loss (TD loss for DQN, value loss for PPO),
+    the last 10 games, and evaluation means where present, greedy and sampled), the loss (TD loss for DQN, value
+    loss for PPO),
     and the average game length in env steps (longer rallies as an agent learns to return the ball; the
     only training curve of a self-play run that moves), all against env steps (agent steps for self-play)."""
     import matplotlib
@@ -150,7 +150,8 @@ def caption_frame(frame: np.ndarray, left: str, right: str, scale: int) -> np.nd
         font_scale = min(0.3 * scale, (width / 2 - 6) / max(unit_width, 1))
         (text_width, _), _ = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, font_scale, 1)
         x = 3 if x_align == 0 else max(3, width - text_width - 3)
-        cv2.putText(strip, text, (x, height - 3 * scale), cv2.FONT_HERSHEY_SIMPLEX, font_scale, (236, 236, 236), 1, cv2.LINE_AA)
+        cv2.putText(strip, text, (x, height - 3 * scale), cv2.FONT_HERSHEY_SIMPLEX, font_scale, (236, 236, 236), 1,
+                    cv2.LINE_AA)
     return np.concatenate([screen, strip], axis=0)
 
 
@@ -163,65 +164,49 @@ def record_video(first, second, out: str, games: int = 1, max_frames: int | None
     the first takes the right paddle in odd-numbered games and the left in even ones, on the
     two-player variation `game_mode` (default pong_v3's classic). A player may also be an Agent,
     "builtin" or an agent spec."""
-    from pongrl.arena import BUILTIN, as_player, refuse_game_mode_against_builtin
+    from pongrl.arena import as_player, refuse_game_mode_against_builtin
+    from pongrl.runner import BUILTIN, AgentPlayer, GamePlan, play_games
 
     first, second = as_player(first), as_player(second)
-    from pongrl.envs.match import MAX_START_NOOP_FRAMES, RIGHT, LEFT, MatchGame
-
     if first.is_builtin and second.is_builtin:
         raise PongrlError("the built-in AI cannot play against itself: name at least one agent")
     game_mode = CLASSIC_MODE if game_mode is None else game_mode
-    if first.is_builtin or second.is_builtin:
+    against_builtin = first.is_builtin or second.is_builtin
+    if against_builtin:
         refuse_game_mode_against_builtin(game_mode)
     rng = np.random.default_rng(seed)
     writer = VideoWriter(out, max_frames or float("inf"))
+
+    def seat(player):
+        return BUILTIN if player.is_builtin else AgentPlayer(player.agent, rng, epsilon, sample)
+
     results = []
     try:
         for game_index in range(games):
             if writer.full:
                 break
-            if first.is_builtin or second.is_builtin:
-                agent_player = second if first.is_builtin else first
-                game = PongGame(seed + game_index, profile=agent_player.agent.obs_profile)
-                observation = game.reset()
-                names = ("built-in AI", agent_player.name)  # (left paddle, right paddle)
-                writer.add(caption_frame(game.rgb(), *names, scale))
-                won = lost = 0
-                while not writer.full:
-                    action = int(agent_player.agent.act(observation[None], epsilon, rng, sample)[0])
-                    observation, reward, terminated, truncated = game.step(action, record_colour=True)
-                    for frame in game.colour_frames:
-                        writer.add(caption_frame(frame, *names, scale))
-                    game.colour_frames.clear()
-                    won += reward > 0
-                    lost += reward < 0
-                    if terminated or truncated:
-                        break
+            if against_builtin:  # the agent on the right, its game seeded for this game
                 agent_first = not first.is_builtin
-                results.append({"right": agent_player.name, "left": BUILTIN,
-                                "first_points": int(won if agent_first else lost),
-                                "second_points": int(lost if agent_first else won)})
-                continue
-            first_right = game_index % 2 == 0
-            right, left = (first, second) if first_right else (second, first)
-            game = MatchGame((right.agent.obs_profile, left.agent.obs_profile), record_colour=True,
-                             serve_assist=serve_assist, mode=game_mode)
-            game.reset(int(rng.integers(0, MAX_START_NOOP_FRAMES)))
-            names = (left.name, right.name)
-            for frame in game.colour_frames:
-                writer.add(caption_frame(frame, *names, scale))
-            game.colour_frames.clear()
-            while not game.done and not writer.full:
-                action_right = int(right.agent.act(game.observation(RIGHT)[None], epsilon, rng, sample)[0])
-                action_left = int(left.agent.act(game.observation(LEFT)[None], epsilon, rng, sample)[0])
-                game.step(action_right, action_left)
-                for frame in game.colour_frames:
+                plan = GamePlan(seat(first), seat(second), first_right=agent_first)
+                right, left = (first, second) if agent_first else (second, first)
+                game_seed = seed + game_index
+            else:
+                plan = GamePlan(seat(first), seat(second), first_right=game_index % 2 == 0,
+                                start=int(rng.integers(0, MAX_START_NOOP_FRAMES)))
+                right, left = (first, second) if plan.first_right else (second, first)
+                game_seed = seed
+            names = ("built-in AI" if left.is_builtin else left.name, right.name)  # (left paddle, right paddle)
+
+            def show(driver, games_playing) -> None:
+                for frame in driver.colour_frames[0]:
                     writer.add(caption_frame(frame, *names, scale))
-                game.colour_frames.clear()
-            mine, theirs = (RIGHT, LEFT) if first_right else (LEFT, RIGHT)
-            results.append({"right": right.name, "left": left.name,
-                            "first_points": game.points[mine], "second_points": game.points[theirs]})
-            game.close()
+                driver.colour_frames[0].clear()
+
+            record = play_games([[plan]], before_step=show, after_step=show, stop=lambda: writer.full,
+                                seed=game_seed, record_colour=True, serve_assist=serve_assist, game_mode=game_mode)[0]
+            results.append({"right": right.name if not right.is_builtin else "builtin",
+                            "left": left.name if not left.is_builtin else "builtin",
+                            "first_points": record["first_points"], "second_points": record["second_points"]})
     except BaseException:
         writer.abandon()
         raise
@@ -270,3 +255,24 @@ def plot_league(ratings_csv: str, out: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     figure.savefig(out, dpi=110)
     plt.close(figure)
+
+
+def plot(inputs: list[str], out: str | None = None) -> list[str]:
+    """Charts of runs and leagues (`pongrl plot`): a folder with a `ratings.csv` is a league, anything else a
+    run. The runs share one chart (`plot_runs`), in `out` when there are no leagues, else in the first run's
+    `plots/curves.png`; each league gets its own (`plot_league`), in `out` when it is the only input kind and
+    the only league, else in its `ratings.png`. Returns the charts' paths, the runs' first."""
+    if not inputs:
+        raise PongrlError("nothing to plot: give run directories or league folders")
+    leagues = [folder for folder in inputs if os.path.exists(os.path.join(folder, "ratings.csv"))]
+    runs = [folder for folder in inputs if folder not in leagues]
+    outputs = []
+    if runs:
+        runs_out = out if out and not leagues else os.path.join(runs[0], "plots", "curves.png")
+        plot_runs(runs, runs_out)
+        outputs.append(runs_out)
+    for league_dir in leagues:
+        league_out = out if out and not runs and len(leagues) == 1 else os.path.join(league_dir, "ratings.png")
+        plot_league(os.path.join(league_dir, "ratings.csv"), league_out)
+        outputs.append(league_out)
+    return outputs

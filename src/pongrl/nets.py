@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from pongrl.game import FRAME_SIZE, FRAME_STACK
+from pongrl.game import FRAME_SIZE, FRAME_STACK, NUM_ACTIONS
 
 
 # name: (convolutions as (filters, kernel, stride), dense units)
@@ -125,7 +125,7 @@ class ActorCritic(nn.Module):
     as the seed's does. Inputs are uint8 or float pixels in [0, 255], layout (N, 84, 84, 4).
     """
 
-    def __init__(self, num_actions: int = 6, share_network: bool = False, network: str = "nature",
+    def __init__(self, num_actions: int = NUM_ACTIONS, share_network: bool = False, network: str = "nature",
                  precision: str = "float32"):
         super().__init__()
         self.share_network = share_network
@@ -145,7 +145,8 @@ class ActorCritic(nn.Module):
         """Action logits (N, A) and values (N,) in one pass (the torso runs once when shared)."""
         x = self._prepare(frames)
         actor_features = torso_features(self.actor_network, x, self.bfloat16)
-        critic_features = actor_features if self.share_network else torso_features(self.critic_network, x, self.bfloat16)
+        critic_features = (actor_features if self.share_network
+                           else torso_features(self.critic_network, x, self.bfloat16))
         return self.actor(actor_features), self.critic(critic_features).squeeze(-1)
 
     def logits(self, frames: torch.Tensor) -> torch.Tensor:

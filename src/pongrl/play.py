@@ -16,7 +16,11 @@ Nothing the page sends names a file or an agent: it can only press keys. Message
 (`{"key": "up"|"down"|"fire", "pressed": bool, "t": ms}`); anything else is ignored, an oversized one
 closes that page's connection, and at most MAX_GAMES pages play at once (others are told the server is
 busy). Only this server's own page may open a game: a WebSocket whose Origin is not the page's, or any
-request whose Host header does not name this server (DNS rebinding), is refused with 403. `/stats` gives each game's frame rate, key latency and what its emulator holds (paddles, score).
+request whose Host header does not name this server (DNS rebinding), is refused with 403. `/stats` gives each
+game's frame rate, key latency and what its emulator holds (paddles, score).
+
+A little over 400 lines on purpose: the page's games, its server and the checks that keep other sites out are
+one feature, reviewed together.
 """
 from __future__ import annotations
 
@@ -32,10 +36,10 @@ import numpy as np
 
 from pongrl.agent import PolicyAgent
 from pongrl.arena import Player, load_player
-from pongrl.envs.match import LEFT, RIGHT, MatchGame
-from pongrl.envs.single import PongGame
+from pongrl.runner import BUILTIN, LiveGame, PersonPlayer
 from pongrl.errors import PongrlError
-from pongrl.game import ACTION_NAMES, RAM_LEFT_PADDLE_Y, RAM_RIGHT_PADDLE_Y, RAM_SCORE_LEFT, RAM_SCORE_RIGHT
+from pongrl.game import (ACTION_NAMES, LEFT, RAM_LEFT_PADDLE_Y, RAM_RIGHT_PADDLE_Y, RAM_SCORE_LEFT, RAM_SCORE_RIGHT,
+                         RIGHT)
 
 FRAME_SECONDS = 1 / 60
 MAX_GAMES = 4
@@ -96,16 +100,27 @@ class Table:
         pass
 
 
+class ShownAgent:
+    """An agent at a paddle of the page's game (a runner player): greedy, keeping the preferences it acted on
+    for the page's bar chart."""
+
+    def __init__(self, agent):
+        self.agent, self.profile, self.shown = agent, agent.obs_profile, {}
+
+    def act(self, observations: np.ndarray) -> np.ndarray:
+        action, self.shown = preferences(self.agent, observations[0])
+        return np.array([action])
+
+
 class TwoPlayerTable(Table):
     """The two-player emulator: an agent on the right; on the left the person (keys) or a second agent."""
 
-    def __init__(self, right: Player, left: Player | None):
-        self.right, self.left = right, left
+    def __init__(self, right: Player, left: Player | None, keys: Keys):
         self.person = left is None
         self.right_name, self.left_name = right.name, ("you" if self.person else left.name)
-        profiles = (right.agent.obs_profile, right.agent.obs_profile if self.person else left.agent.obs_profile)
-        self.game = MatchGame(profiles, serve_assist=(RIGHT,) if self.person else True)
-        self.game.reset()
+        self.right_player = ShownAgent(right.agent)
+        self.left_player = PersonPlayer(keys) if self.person else ShownAgent(left.agent)
+        self.game = LiveGame(self.right_player, self.left_player)
         self.step_done, self.over_at = True, None
 
     def frame(self, keys: Keys) -> list[dict]:
@@ -120,15 +135,12 @@ class TwoPlayerTable(Table):
             self.over_at, self.step_done = None, True
             messages.append(self._score())
         if self.step_done:  # the agents choose this step's actions from what they see now
-            right_action, right_prefs = preferences(self.right.agent, self.game.observation(RIGHT))
-            messages.append({"type": "prefs", "side": "right", **right_prefs})
-            left_action = keys.action()
+            self.game.begin_step()
+            messages.append({"type": "prefs", "side": "right", **self.right_player.shown})
             if not self.person:
-                left_action, left_prefs = preferences(self.left.agent, self.game.observation(LEFT))
-                messages.append({"type": "prefs", "side": "left", **left_prefs})
-            self.game.begin_step(right_action, left_action)
-        before = list(self.game.points)
-        self.step_done = self.game.play_frame(keys.action() if self.person else None)
+                messages.append({"type": "prefs", "side": "left", **self.left_player.shown})
+        before = self.game.points
+        self.step_done = self.game.play_frame()
         if self.game.points != before:
             messages.append(self._score())
         return messages
@@ -154,14 +166,16 @@ class BuiltinTable(Table):
     steps 4 frames at once, which are then shown one per tick."""
 
     def __init__(self, agent: Player, seed: int):
-        self.agent = agent
         self.right_name, self.left_name = agent.name, "built-in AI"
-        self.game = PongGame(seed, profile=agent.agent.obs_profile)
-        self.observation = self.game.reset()
+        self.player = ShownAgent(agent.agent)
+        self.game = LiveGame(self.player, BUILTIN, seed=seed, record_colour=True)
+        self._screen = self.game.screen()
+        self.game.colour_frames.clear()  # the first screen is shown as it is, not queued
         self.shown: deque = deque()
-        self.points = {"left": 0, "right": 0}
         self.over_at = None
-        self._screen = self.game.rgb()
+
+    def _score(self) -> dict:
+        return {"left": self.game.points[LEFT], "right": self.game.points[RIGHT]}
 
     def frame(self, keys: Keys) -> list[dict]:
         messages = []
@@ -169,20 +183,21 @@ class BuiltinTable(Table):
             if self.over_at is not None:
                 if time.perf_counter() - self.over_at < GAME_OVER_PAUSE_SECONDS:
                     return messages
-                self.observation, self.over_at = self.game.reset(), None
-                self.points = {"left": 0, "right": 0}
-                messages.append({"type": "score", **self.points})
-            action, prefs = preferences(self.agent.agent, self.observation)
-            messages.append({"type": "prefs", "side": "right", **prefs})
-            self.game.colour_frames.clear()
-            self.observation, reward, terminated, truncated = self.game.step(action, record_colour=True)
+                self.game.reset()
+                self.game.colour_frames.clear()
+                self.over_at = None
+                messages.append({"type": "score", **self._score()})
+            self.game.begin_step()
+            messages.append({"type": "prefs", "side": "right", **self.player.shown})
+            before = self.game.points
+            self.game.play_frame()  # the whole step: the built-in AI's game plays 4 frames at once
             self.shown.extend(self.game.colour_frames)
-            if reward:
-                self.points["right" if reward > 0 else "left"] += 1
-                messages.append({"type": "score", **self.points})
-            if terminated or truncated:
+            self.game.colour_frames.clear()
+            if self.game.points != before:
+                messages.append({"type": "score", **self._score()})
+            if self.game.done:
                 self.over_at = time.perf_counter()
-                messages.append({"type": "over", **self.points})
+                messages.append({"type": "over", **self._score()})
         self._screen = self.shown.popleft()
         return messages
 
@@ -190,7 +205,10 @@ class BuiltinTable(Table):
         return self._screen
 
     def facts(self) -> dict:
-        return {"score_left": self.points["left"], "score_right": self.points["right"]}
+        return {"score_left": self.game.points[LEFT], "score_right": self.game.points[RIGHT]}
+
+    def close(self) -> None:
+        self.game.close()
 
 
 class Lobby:
@@ -201,12 +219,12 @@ class Lobby:
         self.games: dict[int, dict] = {}
         self.next_id = 0
 
-    def new_table(self) -> Table:
+    def new_table(self, keys: Keys) -> Table:
         if self.opponent is None:
-            return TwoPlayerTable(self.agent, None)
+            return TwoPlayerTable(self.agent, None, keys)
         if self.opponent.is_builtin:
             return BuiltinTable(self.agent, self.seed + self.next_id)
-        return TwoPlayerTable(self.agent, self.opponent)
+        return TwoPlayerTable(self.agent, self.opponent, keys)
 
 
 async def play_game(websocket, lobby: Lobby) -> None:
@@ -220,8 +238,8 @@ async def play_game(websocket, lobby: Lobby) -> None:
         await websocket.close(code=1013)
         return
     game_id, lobby.next_id = lobby.next_id, lobby.next_id + 1
-    table = lobby.new_table()
     keys = Keys()
+    table = lobby.new_table(keys)
     stats = {"frames": 0, "started": time.perf_counter(), "latency_ms": deque(maxlen=600),
              "delivery_ms": deque(maxlen=600), "ignored_messages": 0, "table": table}
     lobby.games[game_id] = stats
@@ -287,7 +305,8 @@ def game_stats(lobby: Lobby) -> dict:
     games = []
     for game_id, stats in lobby.games.items():
         seconds = time.perf_counter() - stats["started"]
-        games.append({"id": game_id, "frames": stats["frames"], "fps": round(stats["frames"] / seconds, 2) if seconds else 0,
+        fps = round(stats["frames"] / seconds, 2) if seconds else 0
+        games.append({"id": game_id, "frames": stats["frames"], "fps": fps,
                       "key_latency_ms": _spread(stats["latency_ms"]), "delivery_ms": _spread(stats["delivery_ms"]),
                       "ignored_messages": stats["ignored_messages"], **stats["table"].facts()})
     return {"games": games, "max_games": MAX_GAMES}
@@ -364,7 +383,8 @@ def serve(agent_spec: str, opponent_spec: str | None, host: str, port: int, seed
     try:
         import uvicorn
     except ImportError:
-        raise PongrlError("pongrl play needs starlette and uvicorn (pip install starlette uvicorn websockets)") from None
+        raise PongrlError("pongrl play needs starlette and uvicorn "
+                          "(pip install starlette uvicorn websockets)") from None
     import torch
 
     torch.set_num_threads(1)  # one small forward pass per agent step; the emulator loop wants the core

@@ -301,7 +301,8 @@ class PrioritizedReplayBuffer(FrameReplayBuffer):
     def _restore(self, arrays: dict[str, np.ndarray], path: str) -> None:
         super()._restore(arrays, path)
         priorities, max_priority = arrays.get("priorities"), arrays.get("max_priority")
-        if priorities is None or priorities.shape != (self.capacity,) or max_priority is None or max_priority.shape != (1,):
+        if (priorities is None or priorities.shape != (self.capacity,)
+                or max_priority is None or max_priority.shape != (1,)):
             raise PongrlError(f"{path}: replay buffer has no priorities (was it saved by a uniform-replay run?)")
         # New transitions enter at max_priority, so it must be a positive number for them ever to be drawn.
         if not (np.isfinite(priorities).all() and priorities.min() >= 0 and np.isfinite(max_priority).all()

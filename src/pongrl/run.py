@@ -7,6 +7,9 @@
 
 On resume, rows of metrics.csv and TensorBoard events after the checkpoint's step are dropped,
 so the curve continues without a gap or a duplicated step.
+
+A little over 400 lines on purpose: a run's folder, its metrics, its stops and its outcome are one contract
+that every training loop shares, read in one place.
 """
 from __future__ import annotations
 
@@ -88,7 +91,8 @@ class MetricsLog:
 
     def _truncate_after(self, step: int) -> None:
         with open(self.path, newline="") as handle:
-            rows = [row for row in csv.DictReader(handle) if _is_int(row.get("env_step")) and int(row["env_step"]) <= step]
+            rows = [row for row in csv.DictReader(handle)
+                    if _is_int(row.get("env_step")) and int(row["env_step"]) <= step]
         text = io.StringIO()
         writer = csv.DictWriter(text, fieldnames=self.columns, extrasaction="ignore")
         writer.writeheader()
@@ -186,7 +190,8 @@ class Progress:
         if self.interactive:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, initial=initial, desc=description, unit="step", dynamic_ncols=True, smoothing=0.05)
+            self.bar = tqdm(total=total, initial=initial, desc=description, unit="step", dynamic_ncols=True,
+                            smoothing=0.05)
         self.position = initial
 
     def update(self, position: int, status: dict) -> None:
@@ -304,7 +309,8 @@ class TrainingSession:
         if writes:
             removed = remove_partial_writes(self.checkpoint_dir)
             if removed:
-                self.progress.log(f"pongrl: removed {removed} partial file(s) an interrupted checkpoint write left behind")
+                self.progress.log(f"pongrl: removed {removed} partial file(s) "
+                                  "an interrupted checkpoint write left behind")
         self.stop_on_disk_error = config.on_disk_error == "stop"
         self.disk_failed = False  # a checkpoint write failed and the run is to stop
         self.checkpoint_path: str | None = None  # the newest checkpoint written in this session
@@ -379,7 +385,8 @@ class TrainingSession:
             return TrainingOutcome(step, self.checkpoint_path, stop.exit_code,
                                    f"stopped at step {step}; checkpoint {self.checkpoint_path}; "
                                    f"continue with: pongrl resume {run_dir}")
-        return TrainingOutcome(step, self.checkpoint_path, 0, f"finished at step {step}; checkpoint {self.checkpoint_path}")
+        return TrainingOutcome(step, self.checkpoint_path, 0,
+                               f"finished at step {step}; checkpoint {self.checkpoint_path}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -53,8 +53,8 @@ def _say(verbose: bool, line: str) -> None:
 
 
 class Run:
-    """A run directory: its settings (`config`), curve (`metrics`), checkpoints, and the ways to go on.
-    `outcome` says how the last training call of this object ended (None when only opened)."""
+    """A run directory: its settings ([`config`][]), curve ([`metrics`][]), checkpoints, and the ways to go on
+    ([`resume`][], [`branch`][]). `outcome` says how the last training call of this object ended."""
 
     def __init__(self, run_dir: str, outcome: TrainingOutcome | None = None):
         if not os.path.isdir(run_dir):
@@ -62,7 +62,10 @@ class Run:
         if not os.path.exists(os.path.join(run_dir, CONFIG_FILE)):
             raise PongrlError(f"{run_dir}: not a pongrl run (no {CONFIG_FILE})")
         self.run_dir = run_dir
+        """The run's directory, as given."""
         self.outcome = outcome
+        """How the last training call of this object ended (step, checkpoint, exit_code, message, finished);
+        None when the run was only opened."""
 
     def __repr__(self) -> str:
         return f"Run({self.run_dir!r})"
@@ -74,6 +77,7 @@ class Run:
 
     @property
     def algo(self) -> str:
+        """The algorithm that trains it: dqn, ppo or selfplay."""
         return self.config.algo
 
     def checkpoints(self) -> list[str]:
@@ -83,6 +87,7 @@ class Run:
 
     @property
     def latest_checkpoint(self) -> str | None:
+        """The path of the run's latest checkpoint (the one `resume` starts from), None before the first."""
         latest = read_latest(checkpoints_folder(self.run_dir))
         return os.path.join(checkpoints_folder(self.run_dir), latest + ".pt") if latest else None
 
@@ -119,7 +124,7 @@ class Run:
                verbose: bool = False, handle_signals: bool = False, **settings) -> "Run":
         """Continue training from `checkpoint` (the latest by default) for `extra_steps` more or up to
         `total_steps`; the curve is spliced at the checkpoint. Only the settings of RESUME_SETTINGS (device,
-        threads, precision, reporting) may change: the others are the experiment (`branch` changes them)."""
+        threads, precision, reporting) may change: the others are the experiment ([`branch`][] changes them)."""
         from pongrl.branching import resume_point
 
         config = open_existing_run(self.run_dir)
@@ -179,8 +184,8 @@ def train(algo: str | None = None, run_dir: str | None = None, preset: str = "de
           force: bool = False, verbose: bool = False, handle_signals: bool = False, **settings) -> Run:
     """Train a new run and return it once training ends. Give the algorithm ("dqn", "ppo", "selfplay") with a
     preset and any config fields as keywords (`total_steps=50_000, sticky_actions=0.25`), or a ready `config`
-    (see make_config). `run_dir` defaults to runs/pong__ALGO__PRESET__SEED__TIME; an existing run there is
-    refused unless `force`. The run keeps what it needs to continue exactly: `Run.resume`, `Run.branch`."""
+    (see [`make_config`][]). `run_dir` defaults to runs/pong__ALGO__PRESET__SEED__TIME; an existing run there is
+    refused unless `force`. The run keeps what it needs to continue exactly: [`Run.resume`][], [`Run.branch`][]."""
     if config is None:
         if algo is None:
             raise PongrlError("train needs an algorithm (dqn, ppo, selfplay) or a config")

@@ -61,7 +61,8 @@ def listing() -> list[dict]:
     for name in names():
         entry = card(name)
         scores = entry.get("scores", {})
-        rows.append({"name": PREFIX + name, "series": entry.get("series"), "algo": entry.get("algo"), "network": entry.get("network"),
+        rows.append({"name": PREFIX + name, "series": entry.get("series"), "algo": entry.get("algo"),
+                     "network": entry.get("network"),
                      "share_network": entry.get("share_network"), "env_step": entry.get("env_step"),
                      "exact": scores.get("every_start", {}).get("mean"),
                      "exact_distinct_games": scores.get("every_start", {}).get("distinct_games"),

@@ -76,8 +76,10 @@ class DQNState(LearnerState):
 
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, grad_steps=0, last_target_update=0, train_credit=0)
-        self.q_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(device, memory_format=torch.channels_last)
-        self.target_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(device, memory_format=torch.channels_last)
+        self.q_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(
+            device, memory_format=torch.channels_last)
+        self.target_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(
+            device, memory_format=torch.channels_last)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
         if config.prioritized_replay:
@@ -209,8 +211,9 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
                     "eval_mean_return": pending_eval["mean"] if pending_eval else None,
                     "eval_std_return": pending_eval["std"] if pending_eval else None,
                 }
-                session.log(env_step, row, {"charts/average_return": row["average_return"], "losses/td_loss": row["loss"],
-                                            "losses/q_values": row["q_mean"], "charts/epsilon": epsilon})
+                session.log(env_step, row, {"charts/average_return": row["average_return"],
+                                            "losses/td_loss": row["loss"], "losses/q_values": row["q_mean"],
+                                            "charts/epsilon": epsilon})
                 losses, q_means, pending_eval = [], [], None
             session.show_progress(env_step, recent_returns, eps=f"{epsilon:.2f}")
             if session.crossed(config.checkpoint_every, before, env_step):

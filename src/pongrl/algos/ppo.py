@@ -12,6 +12,9 @@ Differences from CleanRL, on purpose:
 - the learning-rate anneal is a function of steps done over `--total-steps`, so a resume that extends
   the run stretches it instead of restarting it from full;
 - `ppo_update` is a function of one rollout batch, so a data-parallel wrapper can call it unchanged.
+
+A little over 400 lines on purpose: like CleanRL's files, the whole algorithm (env choice, rollout, GAE, update,
+evaluation, checkpoints) reads top to bottom in one file.
 """
 from __future__ import annotations
 
@@ -113,11 +116,13 @@ def ppo_update(agent: ActorCritic, optimizer: torch.optim.Optimizer, batch: dict
             optimizer.step()
             for key, value in losses.items():
                 totals.setdefault(key, []).append(value.item())
-        if config.target_kl and world.mean(float(np.mean(totals["approx_kl"][-config.num_minibatches:]))) > config.target_kl:
+        if (config.target_kl
+                and world.mean(float(np.mean(totals["approx_kl"][-config.num_minibatches:]))) > config.target_kl):
             break
     stats = world.means({key: float(np.mean(values)) for key, values in totals.items()})
     variance = batch["returns"].var()
-    stats["explained_variance"] = float(1 - (batch["returns"] - batch["values"]).var() / variance) if variance > 0 else float("nan")
+    stats["explained_variance"] = (float(1 - (batch["returns"] - batch["values"]).var() / variance)
+                                   if variance > 0 else float("nan"))
     return stats
 
 
@@ -133,14 +138,14 @@ def make_env(config, seed: int, num_envs: int | None = None):
     `num_envs` (default config.num_envs) is this process's share under torchrun."""
     num_envs = num_envs or config.num_envs
     if config.algo == "selfplay":  # the public Gymnasium vector env (or the card's own chain)
-        from pongrl.envs import pong_selfplay_v0, two_player
+        from pongrl.envs import pong_selfplay_v0, selfplay
         from pongrl.envs.builtin_mix import BuiltinGamesAsPlayers, SelfPlayWithBuiltinEnv
 
         games = num_envs // 2
         builtin_games = pool_game_count(config.builtin_fraction, games)
         self_play_games, self_play = games - builtin_games, None
         if self_play_games and config.env == "reference":
-            self_play = two_player.ReferenceSelfPlayEnv(self_play_games, seed, max_cycles=config.max_cycles,
+            self_play = selfplay.ReferenceSelfPlayEnv(self_play_games, seed, max_cycles=config.max_cycles,
                                                         mode=config.game_mode)
         elif self_play_games:
             self_play = pong_selfplay_v0.vector_env(self_play_games, seed, max_cycles=config.max_cycles,
@@ -366,10 +371,12 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
                        **{k: update_stats.get(k) for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
                                                             "clip_fraction", "explained_variance")},
                        **(pending_eval or {})}
-                scalars = {f"losses/{k}": update_stats.get(k) for k in ("policy_loss", "value_loss", "entropy",
-                                                                         "approx_kl", "clip_fraction", "explained_variance")}
-                scalars.update({"charts/average_return": row["average_return"], "charts/learning_rate": learning_rate,
-                                "charts/points_won": points["won"], "charts/serve_penalties": points["serve_penalties"]})
+                scalars = {f"losses/{k}": update_stats.get(k)
+                           for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
+                                     "explained_variance")}
+                scalars.update({"charts/average_return": row["average_return"],
+                                "charts/learning_rate": learning_rate, "charts/points_won": points["won"],
+                                "charts/serve_penalties": points["serve_penalties"]})
                 session.log(step, row, scalars)
                 points = {"won": 0, "lost": 0, "serve_penalties": 0}
                 pending_eval = None

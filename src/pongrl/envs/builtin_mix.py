@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from pongrl.envs.single import GameVectorEnv
-from pongrl.envs.two_player import FastSelfPlayEnv, _SelfPlayVectorEnv
+from pongrl.envs.selfplay import FastSelfPlayEnv, _SelfPlayVectorEnv
 
 EPISODE_COUNTS = {"points_won": np.int64, "points_lost": np.int64, "serve_penalties": np.int64, "r": np.float64,
-                  "l": np.int64}  # what two_player.Scoreboard reports of each finished game, per entry
+                  "l": np.int64}  # what selfplay.Scoreboard reports of each finished game, per entry
 # The seed offset of the built-in AI's games, so that their seeds never meet the self-play games' (seed + g).
 BUILTIN_SEED_OFFSET = 10_000
 
@@ -70,7 +70,8 @@ class SelfPlayWithBuiltinEnv:
 
     def step(self, actions):
         actions = np.asarray(actions)
-        results = [part.step(actions[start:end]) for part, start, end in zip(self.parts, self._bounds, self._bounds[1:])]
+        results = [part.step(actions[start:end])
+                   for part, start, end in zip(self.parts, self._bounds, self._bounds[1:])]
         obs, rewards, terminated, truncated = (np.concatenate([result[k] for result in results]) for k in range(4))
         infos = [result[4] for result in results]
         if not any(infos):

@@ -23,7 +23,8 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils import parallel_to_aec
 
-from pongrl.envs.two_player import FastSelfPlayEnv, Scoreboard, TwoPlayerGames, player_observation_space
+from pongrl.envs.selfplay import FastSelfPlayEnv, Scoreboard, player_observation_space
+from pongrl.envs.two_player import TwoPlayerGames
 from pongrl.game import CLASSIC_MODE, FRAME_SIZE, FRAME_STACK, GAME_MODES, MAX_CYCLES, NUM_ACTIONS, PLAYERS
 
 

@@ -2,7 +2,8 @@
 
 Protocol (the DQN seed's PongNoFrameskip-v4 + AtariPreprocessing + FrameStack4): no sticky
 actions (evaluation may add them: `sticky_actions`, the ALE v5 protocol's 0.25), up to 30 no-ops
-at reset, frame skip 4 with a max over the last two frames, grayscale, 84x84 (area interpolation), 4 stacked frames (older slots zero after a reset), whole games of
+at reset, frame skip 4 with a max over the last two frames, grayscale, 84x84 (area interpolation), 4 stacked
+frames (older slots zero after a reset), whole games of
 21 points, at most 108,000 frames per episode. Rewards are the true score changes; learners
 clip them themselves, so every reported return is the real game score.
 
@@ -106,7 +107,7 @@ class PongGame:
 
     def observation(self, profile: str | None = None) -> np.ndarray:
         """The current stack in `profile` (default: the game's own), a copy."""
-        return self.views[profile or self.profile].observation(mirror=False).copy()
+        return self.views[profile or self.profile].observation(0).copy()
 
     def seed_emulator(self, seed: int) -> None:
         """Reseed the emulator's own random stream (it draws only the sticky actions)."""
@@ -125,7 +126,7 @@ class PongGame:
                 self.ale.reset_game()
         gray, rgb = self._screens()
         for view in self.views.values():
-            view.reset(gray, rgb)
+            view.reset(0, gray, rgb)
         return self.observation()
 
     def rgb(self) -> np.ndarray:
@@ -148,7 +149,7 @@ class PongGame:
             last_two.append(self._screens())
         gray, rgb = (None if last_two[0][k] is None else np.maximum(last_two[0][k], last_two[-1][k]) for k in (0, 1))
         for view in self.views.values():
-            view.push(gray, rgb)
+            view.push(0, gray, rgb)
         terminated = self.ale.game_over(with_truncation=False)
         truncated = not terminated and self.ale.game_over()
         return self.observation(), reward, terminated, truncated
@@ -230,9 +231,123 @@ class GameVectorEnv:
                 final_obs[i] = obs
                 obs = self._reset(i)
             self.obs[i] = obs
-        return self.obs.copy(), rewards, terminated, truncated, ({"final_obs": final_obs} if final_obs is not None else {})
+        info = {"final_obs": final_obs} if final_obs is not None else {}
+        return self.obs.copy(), rewards, terminated, truncated, info
 
     def close(self) -> None:
+        self.games.clear()
+
+
+class SinglePlayerGames:
+    """`num_games` games against the built-in AI for pongrl's game runner (pongrl.runner), with the two-player
+    driver's face: the agent holds the right paddle (side 0), the built-in AI the left one (it needs no
+    actions). The single-player game serves by itself, so there are no serve penalties.
+
+    Two engines: `vectorized`, ale-py's C++ vector env (emulator threads; the standard profile only; it draws
+    the no-op starts from `seed` and starts each next game by itself: `autoreset`); otherwise one `PongGame`
+    per game, game i seeded with seed + i (any profiles, RAM, colour frames, queued starts: `starts[i]` lists
+    game i's successive no-op counts, None or a list run out meaning drawn)."""
+
+    def __init__(self, num_games: int, seed: int, profiles: tuple[str, ...] = ("standard",),
+                 sticky_actions: float = 0.0, starts: list[list[int | None]] | None = None,
+                 record_colour: bool = False, vectorized: bool = False):
+        n = num_games
+        self.num_games, self.seed, self.profiles = n, seed, tuple(profiles)
+        self.record_colour = record_colour
+        self.starts = [list(game_starts) for game_starts in starts] if starts else [[] for _ in range(n)]
+        self.points = np.zeros((n, 2), np.int64)
+        self.penalties = np.zeros((n, 2), np.int64)  # none in the single-player game
+        self.scored = np.zeros((n, 2), bool)
+        self.over = np.zeros(n, bool)
+        self.cut = np.zeros(n, bool)
+        self.steps = [0] * n
+        self.last_results: list[dict | None] = [None] * n
+        self.autoreset = vectorized
+        self._obs = None
+        if vectorized:
+            if self.profiles != ("standard",) or record_colour or any(
+                    start is not None for game_starts in self.starts for start in game_starts):
+                raise ValueError("the vector engine plays the standard profile from drawn starts, without colour")
+            self.env, self.games = make_pong_vector_env(n, sticky_actions=sticky_actions), []
+            self.colour_frames: list[list[np.ndarray]] = [[] for _ in range(n)]
+        else:
+            self.env = None
+            self.games = [PongGame(seed + i, profile=self.profiles[0], sticky_actions=sticky_actions,
+                                   extra_profiles=self.profiles[1:]) for i in range(n)]
+            self.colour_frames = [game.colour_frames for game in self.games]
+
+    def reset(self) -> None:
+        """Start every game."""
+        if self.env is not None:
+            self._obs, _ = self.env.reset(seed=int(self.seed))
+            for g in range(self.num_games):
+                self._clear(g)
+        else:
+            for g in range(self.num_games):
+                self.reset_game(g)
+
+    def reset_game(self, g: int) -> None:
+        """Start game g again, after its next queued start (PongGame engine)."""
+        self.games[g].reset(self.starts[g].pop(0) if self.starts[g] else None)
+        if self.record_colour:
+            self.colour_frames[g].append(self.games[g].rgb())
+        self._clear(g)
+
+    def _clear(self, g: int) -> None:
+        self.points[g] = 0
+        self.over[g] = self.cut[g] = False
+        self.steps[g] = 0
+
+    def observation(self, g: int, side: int, profile: str = "standard") -> np.ndarray:
+        """What the agent (right paddle, side 0) of game g sees in `profile` (a view valid until the next step)."""
+        if side != 0:
+            raise ValueError("in the single-player game the agent plays the right paddle (side 0)")
+        return self._obs[g] if self.env is not None else self.games[g].views[profile].observation(0)
+
+    def play_step(self, actions: np.ndarray, games=None) -> list[int]:
+        """One agent step of the given games (all by default; the vector engine steps every game, the others
+        with NOOP): `actions[g, 0]` is game g's agent's action. Returns the given games that ended."""
+        games = range(self.num_games) if games is None else list(games)
+        self.scored[:] = False
+        if self.env is not None:
+            agent_actions = np.zeros(self.num_games, np.int64)
+            agent_actions[games] = np.asarray(actions)[games, 0]
+            self._obs, rewards, terminated, truncated, _ = self.env.step(agent_actions)
+            outcomes = zip(range(self.num_games), rewards, terminated, truncated)
+        else:
+            outcomes = [(g, *self.games[g].step(int(actions[g][0]), record_colour=self.record_colour)[1:])
+                        for g in games]
+        ended = []
+        for g, reward, terminated, truncated in outcomes:
+            if reward:
+                self.scored[g, 0 if reward > 0 else 1] = True
+                self.points[g, 0 if reward > 0 else 1] += 1
+            self.steps[g] += 1
+            self.over[g], self.cut[g] = terminated, truncated and not terminated
+            if terminated or truncated:
+                if self.autoreset:
+                    self.last_results[g] = self.result(g)
+                    self._clear(g)
+                ended.append(g)
+        return [g for g in ended if g in games] if self.env is not None else ended
+
+    def result(self, g: int) -> dict:
+        """Game g's counts so far, as the two-player driver gives them."""
+        return {"points": tuple(int(p) for p in self.points[g]), "penalties": (0, 0), "steps": self.steps[g],
+                "over": bool(self.over[g]), "cut": bool(self.cut[g])}
+
+    def done(self, g: int) -> bool:
+        return bool(self.over[g] or self.cut[g])
+
+    def ram(self, g: int) -> np.ndarray:
+        return self.games[g].ale.getRAM()
+
+    def screen(self, g: int) -> np.ndarray:
+        return self.games[g].rgb()
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
         self.games.clear()
 
 

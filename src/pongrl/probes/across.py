@@ -77,8 +77,8 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
     runs = list(dict.fromkeys(run_of.values()))
     styles = ["-", ":", "-.", (0, (5, 1))]
     columns = 3
-    figure, axes = plt.subplots(-(-len(labels) // columns), columns, figsize=(5 * columns, 3.4 * -(-len(labels) // columns)),
-                                squeeze=False)
+    grid_rows = -(-len(labels) // columns)
+    figure, axes = plt.subplots(grid_rows, columns, figsize=(5 * columns, 3.4 * grid_rows), squeeze=False)
     for axis, label in zip(axes.flat, labels):
         metric = "r2" if label in REGRESSION_LABELS else "f1"
         chosen = [row for row in rows if row["label"] == label and row["metric"] == metric]

@@ -28,8 +28,10 @@ import numpy as np
 import torch
 
 from pongrl.agent import Agent, PolicyAgent, QAgent
-from pongrl.game import NUM_ACTIONS
+from pongrl.game import LEFT, MAX_START_NOOP_FRAMES, NUM_ACTIONS, RIGHT
 from pongrl.arena import BUILTIN, load_player
+from pongrl.runner import BUILTIN as BUILTIN_AI
+from pongrl.runner import AgentPlayer, GamePlan, play_games
 from pongrl.checkpoint import TEMP_PREFIX, atomic_write_bytes, atomic_write_file
 from pongrl.errors import PongrlError
 from pongrl.nets import ActorCritic, QNetwork, torso_kind
@@ -114,59 +116,6 @@ def untrained_twins(agents: list[Agent]) -> list[Agent]:
     return [random_init_like(agent, f"random-init ({kind})") for kind, agent in kinds.items()]
 
 
-class _AgainstBuiltin:
-    """Single-player Pong: the playing agent on the right paddle against the built-in AI."""
-
-    mirrored = False
-
-    def __init__(self, seed: int, profiles: list[str]):
-        from pongrl.envs.single import PongGame
-
-        self.game = PongGame(seed, profile=profiles[0], extra_profiles=tuple(set(profiles[1:]) - {profiles[0]}))
-        self.game.reset()
-
-    def ram(self) -> np.ndarray:
-        return self.game.ale.getRAM().copy()
-
-    def observation(self, profile: str) -> np.ndarray:
-        return self.game.observation(profile)
-
-    def step(self, action: int) -> bool:
-        _, _, terminated, truncated = self.game.step(action)
-        return terminated or truncated
-
-    def close(self) -> None:
-        pass
-
-
-class _AgainstAgent:
-    """Two-player Pong: the playing agent on `side`, the opponent agent on the other (each in its own
-    profile, the left one mirrored), serves pressed for both; starts vary by no-op frames."""
-
-    def __init__(self, opponent: Agent, side: int, profiles: list[str], rng: np.random.Generator, sample: bool):
-        from pongrl.envs.match import MAX_START_NOOP_FRAMES, RIGHT, MatchGame
-
-        self.side, self.mirrored = side, side != RIGHT
-        self.opponent, self.rng, self.sample = opponent, rng, sample
-        by_side = (profiles[0], opponent.obs_profile) if side == RIGHT else (opponent.obs_profile, profiles[0])
-        self.game = MatchGame(by_side, serve_assist=True, extra_profiles=tuple(profiles))
-        self.game.reset(int(rng.integers(0, MAX_START_NOOP_FRAMES)))
-
-    def ram(self) -> np.ndarray:
-        return self.game.ram().copy()
-
-    def observation(self, profile: str) -> np.ndarray:
-        return self.game.observation(self.side, profile)
-
-    def step(self, action: int) -> bool:
-        theirs = int(self.opponent.act(self.game.observation(1 - self.side)[None], rng=self.rng, sample=self.sample)[0])
-        self.game.step(*((action, theirs) if not self.mirrored else (theirs, action)))
-        return self.game.done
-
-    def close(self) -> None:
-        self.game.close()
-
-
 def game_files(out_dir: str) -> list[str]:
     folder = os.path.join(out_dir, GAMES_FOLDER)
     if not os.path.isdir(folder):
@@ -218,7 +167,8 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
         raise PongrlError(f"--side must be right or left, got {side!r}")
     against_builtin = opponent.strip().lower() == BUILTIN
     if against_builtin and side != "right":
-        raise PongrlError("against the built-in AI the agent plays the right paddle: --side left needs --opponent AGENT")
+        raise PongrlError("against the built-in AI the agent plays the right paddle: "
+                          "--side left needs --opponent AGENT")
     players = [load_player(spec) for spec in agent_specs]
     if any(player.is_builtin for player in players):
         raise PongrlError("probe collect records trained agents' layers: builtin has none")
@@ -226,13 +176,14 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
     agents = [player.agent for player in players]
     twins = untrained_twins(agents)
     agents += twins
-    settings = {"format": "pongrl-probe-1", "agents": [{"spec": spec, "name": player.name, "sha256": player.sha256,
-                                                        "env_step": player.env_step, "obs_profile": player.agent.obs_profile,
-                                                        "architecture": architecture(player.agent)}
-                                                       for spec, player in zip(agent_specs, players)]
-                + [{"spec": "random-init", "name": twin.name, "sha256": "", "env_step": 0,
-                    "obs_profile": twin.obs_profile, "architecture": architecture(twin)} for twin in twins],
-                "opponent": BUILTIN if rival is None else {"spec": opponent, "name": rival.name, "sha256": rival.sha256},
+    named = [{"spec": spec, "name": player.name, "sha256": player.sha256, "env_step": player.env_step,
+              "obs_profile": player.agent.obs_profile, "architecture": architecture(player.agent)}
+             for spec, player in zip(agent_specs, players)]
+    untrained = [{"spec": "random-init", "name": twin.name, "sha256": "", "env_step": 0,
+                  "obs_profile": twin.obs_profile, "architecture": architecture(twin)} for twin in twins]
+    settings = {"format": "pongrl-probe-1", "agents": named + untrained,
+                "opponent": BUILTIN if rival is None else {"spec": opponent, "name": rival.name,
+                                                           "sha256": rival.sha256},
                 "side": side, "sample": sample, "seed": seed,
                 "reduced_width": REDUCED_WIDTH if reduce_layers else None, "projection_seed": PROJECTION_SEED}
     settings_path = os.path.join(out_dir, SETTINGS_FILE)
@@ -251,72 +202,76 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
     atomic_write_bytes(settings_path, json.dumps({**settings, "frames": max(frames, stored)}, indent=1).encode())
 
     recorders = [Recorder(agent, reduce_layers) for agent in agents]
-    profiles = [agent.obs_profile for agent in agents]
     game = len(done_files)
     rng = np.random.default_rng([seed, game])
     # Ctrl-C stops the collect between two agent steps, never inside an h5py write or a forward pass: the
     # game being played is dropped (its temp file removed) and every finished game stays.
     with StopSignal((signal.SIGINT,)) as stop:
         while stored < frames:
-            if rival is None:
-                source = _AgainstBuiltin(seed + game, profiles)
-            else:
-                from pongrl.envs.match import LEFT, RIGHT
-
-                source = _AgainstAgent(rival.agent, RIGHT if side == "right" else LEFT, profiles, rng, sample)
             path = os.path.join(out_dir, GAMES_FOLDER, f"game_{game:05d}.h5")
-            steps = _play_game(path, game, source, agents, recorders, frames - stored, rng, sample, progress, stop)
+            player = AgentPlayer(agents[0], rng, sample=sample)
+            if rival is None:  # the agent on the right against the built-in AI, its game seeded for this game
+                plan, rules = GamePlan(player, BUILTIN_AI), {"seed": seed + game}
+            else:  # serves pressed for both: agents trained against the built-in AI never learned to serve
+                plan = GamePlan(player, AgentPlayer(rival.agent, rng, sample=sample), first_right=side == "right",
+                                start=int(rng.integers(0, MAX_START_NOOP_FRAMES)))
+                rules = {"serve_assist": True}
+            steps = _play_game(path, game, plan, rules, agents, recorders, frames - stored, progress, stop)
             stored, game = stored + steps, game + 1
         if stop.received:  # Ctrl-C during the last step's write: the collect is whole, but the user asked to stop
             raise KeyboardInterrupt
     return {"frames": stored, "games": game, "agents": [agent["name"] for agent in settings["agents"]]}
 
 
-def _play_game(path: str, game: int, source, agents: list[Agent], recorders: list[Recorder], frames_left: int,
-               rng: np.random.Generator, sample: bool, progress, stop: StopSignal) -> int:
+def _play_game(path: str, game: int, plan: GamePlan, rules: dict, agents: list[Agent], recorders: list[Recorder],
+               frames_left: int, progress, stop: StopSignal) -> int:
     """Play one game (cut at `frames_left` steps) into its file, the layers recorded every CHUNK_FRAMES
-    frames (a game can last 27,000 steps: never a whole game in memory). Returns the steps played."""
+    frames (a game can last 27,000 steps: never a whole game in memory). Every agent watches from the playing
+    agent's side (`plan.first`). Returns the steps played."""
     import h5py
 
     profiles = [agent.obs_profile for agent in agents]
+    side = RIGHT if plan.first_right else LEFT
     played = 0
 
     def record(data, observations: dict) -> None:
         stacks = {profile: np.stack(frames_of) for profile, frames_of in observations.items()}
         inputs: dict = {}
-        _append_layers(data, [recorder.layers(stacks[profile], inputs) for recorder, profile in zip(recorders, profiles)])
+        _append_layers(data, [recorder.layers(stacks[profile], inputs)
+                              for recorder, profile in zip(recorders, profiles)])
 
     def fill(temp_path: str) -> None:
         nonlocal played
         with h5py.File(temp_path, "w") as data:
             labels = {name: [] for name in STEP_LABELS}
             observations = {profile: [] for profile in set(profiles)}
-            previous_ram, done = None, False
-            while not done and played < frames_left:
+            previous_ram = None
+
+            def watch(driver, games) -> None:
+                """Before each step: the RAM's labels and every profile's observation of what the agent sees now."""
+                nonlocal observations, previous_ram, played
                 if stop.received:
                     raise KeyboardInterrupt  # here, between steps: the temp file is removed, finished games stay
-                ram = source.ram()
-                for name, value in read_labels(ram, previous_ram, source.mirrored).items():
+                ram = driver.ram(0).copy()
+                for name, value in read_labels(ram, previous_ram, side == LEFT).items():
                     labels[name].append(value)
                 for profile in observations:
-                    observations[profile].append(source.observation(profile))
-                action = int(agents[0].act(observations[profiles[0]][-1][None], rng=rng, sample=sample)[0])
-                done = source.step(action)
+                    observations[profile].append(driver.observation(0, side, profile).copy())
                 previous_ram, played = ram, played + 1
                 if len(observations[profiles[0]]) == CHUNK_FRAMES:
                     record(data, observations)
                     observations = {profile: [] for profile in observations}
                 if progress:
                     progress(1)
+
+            play_games([[plan]], before_step=watch, stop=lambda: played >= frames_left,
+                       extra_profiles=tuple(profiles), **rules)
             if observations[profiles[0]]:
                 record(data, observations)
             labels.update(predictive_labels(labels))  # from the game's later frames, now that it is recorded
             _write_labels(data, labels, np.arange(played, dtype=np.int32), game)
 
-    try:
-        atomic_write_file(path, fill)
-    finally:
-        source.close()
+    atomic_write_file(path, fill)
     return played
 
 

@@ -68,8 +68,9 @@ def refuse_small_test(data: "ProbeData", test_games: list[int]) -> None:
     typical_game = int(np.median(data.rows))
     enough = int(max(MIN_TEST_FRAMES, MIN_TEST_GAMES * typical_game) / TEST_FRACTION)
     raise PongrlError(f"{data.out_dir}: the split by whole games leaves {test_frames:,} test frames in "
-                      f"{_games(len(test_games))}, under the floor of {MIN_TEST_FRAMES:,} frames in {MIN_TEST_GAMES} games: collect about "
-                      f"{-(-enough // 1000) * 1000:,} frames (probe collect with a larger --frames continues the collect), "
+                      f"{_games(len(test_games))}, under the floor of {MIN_TEST_FRAMES:,} frames in {MIN_TEST_GAMES} "
+                      f"games: collect about {-(-enough // 1000) * 1000:,} frames "
+                      f"(probe collect with a larger --frames continues the collect), "
                       f"or pass --allow-small-test to fit anyway with every row marked")
 
 
@@ -218,6 +219,13 @@ def repeated_test_games(data: ProbeData, train_games: list[int], test_games: lis
     return [game for game in test_games if fingerprint(game) in seen]
 
 
+def repeated_games(out_dir: str, seed: int = SPLIT_SEED) -> list[int]:
+    """The test games of the split of `out_dir`'s collect (by `seed`) that repeat a train game frame for frame:
+    their probes leak (greedy play from the game's start repeats games; collect with sampling for distinct ones)."""
+    data = ProbeData(out_dir)
+    return repeated_test_games(data, *split_games(data.frames_of, seed))
+
+
 def split_labels(data: ProbeData, labels: list[str], seed: int = SPLIT_SEED):
     """The games split into train and test, each side's labels by name, the control's shuffle of the train
     frames, and the mask of the train frames in held-out train games (whole games, for choosing penalties)."""
@@ -226,13 +234,15 @@ def split_labels(data: ProbeData, labels: list[str], seed: int = SPLIT_SEED):
     y_test = {name: data.read(f"labels/{name}", test_games) for name in labels}
     shuffle = np.random.default_rng(seed + 1).permutation(len(next(iter(y_train.values()))))
     rows_of = data.frames_of
-    held_out = set(train_games[::-1][:int(round(VALIDATION_FRACTION * len(train_games)))]) if len(train_games) > 1 else set()
+    held_out = (set(train_games[::-1][:int(round(VALIDATION_FRACTION * len(train_games)))])
+                if len(train_games) > 1 else set())
     validation = np.concatenate([np.full(rows_of[game], game in held_out) for game in train_games])
     return train_games, test_games, y_train, y_test, shuffle, validation
 
 
 def probe_layer(x_train, x_test, y_train: dict, y_test: dict, shuffle: np.ndarray, labels: list[str],
-                classify_scales: bool = True, seed: int = SPLIT_SEED, validation: np.ndarray | None = None) -> list[dict]:
+                classify_scales: bool = True, seed: int = SPLIT_SEED,
+                validation: np.ndarray | None = None) -> list[dict]:
     """Every probe of one layer (standardized features): the R^2 of the labels on a scale and the F1 of
     the labels' classifiers, each with its shuffled-label control (`shuffle` permutes the train frames;
     `validation` marks the held-out train games that choose the ridge penalties)."""
@@ -361,13 +371,15 @@ def split_summary(rows: list[dict]) -> str:
 
 def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
     """probes.csv (every row) and probes.md (its split in words, then AtariARI's layout: one table per metric,
-    a row per agent and layer, a column per label; control in brackets)."""
+    a row per agent and layer, a column per label; control in brackets), in `out_dir` (made if missing)."""
+    os.makedirs(out_dir, exist_ok=True)
     csv_path, md_path = os.path.join(out_dir, "probes.csv"), os.path.join(out_dir, "probes.md")
     with open(csv_path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({key: (f"{value:.4f}" if isinstance(value, float) else value) for key, value in row.items()})
+            writer.writerow({key: (f"{value:.4f}" if isinstance(value, float) else value)
+                             for key, value in row.items()})
     lines = [f"Probes {split_summary(rows)}." if rows else "No probes.", ""]
     for metric, title in (("f1", "Weighted F1 (AtariARI's protocol)"), ("r2", "R^2 (ridge regression)")):
         chosen = [row for row in rows if row["metric"] == metric]
@@ -382,7 +394,8 @@ def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
             cells = []
             for label in labels:
                 row = table.get((agent, layer, label))
-                cells.append("-" if row is None or np.isnan(row["score"]) else f"{row['score']:.2f} ({row['control']:.2f})")
+                cells.append("-" if row is None or np.isnan(row["score"])
+                             else f"{row['score']:.2f} ({row['control']:.2f})")
             lines.append(f"| {agent} | {layer} | " + " | ".join(cells) + " |")
         lines.append("")
     with open(md_path, "w") as handle:

@@ -80,7 +80,8 @@ def predictive_labels(labels: dict) -> dict[str, np.ndarray]:
     steps = len(ball_x)
     at_column = in_play & (vx > 0) & (ball_x >= PADDLE_REACH_X)
     arrivals = at_column & ~np.concatenate([[False], at_column[:-1]])  # the first step of each approach at the column
-    turned = np.concatenate([in_play[:-1] & in_play[1:] & (vx[:-1] < 0) & (vx[1:] > 0), [False]])  # returned by the opponent
+    # returned by the opponent
+    turned = np.concatenate([in_play[:-1] & in_play[1:] & (vx[:-1] < 0) & (vx[1:] > 0), [False]])
     scored = np.concatenate([[False], (player_score[1:] != player_score[:-1]) | (enemy_score[1:] != enemy_score[:-1])])
     won = np.concatenate([[False], player_score[1:] > player_score[:-1]])
     result = {name: np.full(steps, UNDEFINED, np.int64) for name in PREDICTIVE_LABELS}

@@ -1,18 +1,22 @@
-"""`pongrl probe`: its command line (collect, fit, across), kept apart from pongrl's main parser."""
+"""`pongrl probe collect`, `fit` and `across`: linear probes of what each layer of an agent knows, with
+progress bars on a terminal and the warnings a probe's reader needs (an interrupted collect, test games
+that repeat train games).
+"""
 from __future__ import annotations
 
 import os
 import sys
 
+from pongrl.cli.common import AGENT_HELP, integer, positive_int
 from pongrl.errors import PongrlError
 
 
-def add_parser(commands, agent_help: str, positive_int, integer) -> None:
+def add_probe(commands) -> None:
     probe = commands.add_parser("probe", help="linear probes of what each layer of an agent knows (RAM ground truth)")
     steps = probe.add_subparsers(dest="probe_command", metavar="{collect,fit,across}", required=True)
     collect = steps.add_parser("collect", help="play games and record the RAM labels and every layer's activations")
     collect.add_argument("agents", nargs="+", metavar="AGENT",
-                         help=agent_help + "; the first plays, all record their layers on the same frames")
+                         help=AGENT_HELP + "; the first plays, all record their layers on the same frames")
     collect.add_argument("--frames", type=positive_int, required=True, help="agent steps to record")
     collect.add_argument("--out", required=True, help="folder to write (an interrupted collect continues there)")
     collect.add_argument("--opponent", default="builtin", metavar="B",
@@ -34,12 +38,14 @@ def add_parser(commands, agent_help: str, positive_int, integer) -> None:
                           "results as they are)")
     fit.add_argument("--seed", type=integer, default=0, help="seed of the split into train and test games (default 0)")
     _add_allow_small_test(fit)
-    across = steps.add_parser("across", help="the study over runs' checkpoints: collect, fit, probes.png against env steps")
+    across = steps.add_parser("across",
+                              help="the study over runs' checkpoints: collect, fit, probes.png against env steps")
     across.add_argument("runs", nargs="+", metavar="RUN",
                         help="run directories (all their kept checkpoints take part), shipped series such as "
                              "'zoo:selfplay-small-*', or checkpoint files (grouped by their run)")
     across.add_argument("--out", required=True, help="folder to write (an interrupted study continues there)")
-    across.add_argument("--every", type=positive_int, default=1, help="every K-th checkpoint of each run, and its last (default 1)")
+    across.add_argument("--every", type=positive_int, default=1,
+                        help="every K-th checkpoint of each run, and its last (default 1)")
     across.add_argument("--frames", type=positive_int, default=20_000, help="agent steps to record (default 20000)")
     across.add_argument("--layers", nargs="+", help="only these layers (default all)")
     across.add_argument("--labels", nargs="+", help="only these labels (default all)")
@@ -57,55 +63,58 @@ def _add_allow_small_test(parser) -> None:
                              "small_test")
 
 
-def _progress(total: int, unit: str):
+def _progress(total: int | None, unit: str):
+    """A progress bar on a terminal, silent otherwise (logs and pipes get the final line only)."""
     from tqdm import tqdm
 
     return tqdm(total=total, unit=unit, disable=not sys.stderr.isatty(), dynamic_ncols=True)
 
 
-def warn_repeated_games(out: str, seed: int = 0) -> None:
-    from pongrl.probes.fit import ProbeData, repeated_test_games, split_games
+def _warn_repeated_games(out: str, seed: int) -> None:
+    from pongrl.probes.fit import repeated_games
 
-    data = ProbeData(out)
-    repeated = repeated_test_games(data, *split_games(data.frames_of, seed))
+    repeated = repeated_games(out, seed)
     if repeated:
         print(f"pongrl probe: warning: {len(repeated)} test game(s) repeat a train game frame for frame "
               f"({', '.join(map(str, repeated))}): their probes leak; collect with --sample for distinct games",
               file=sys.stderr)
 
 
-def run(args) -> int:
-    if args.probe_command == "across":
-        return run_across(args)
-    if args.probe_command == "collect":
-        from pongrl.probes.collect import collect
+def cmd_probe(args) -> int:
+    return {"collect": _collect, "fit": _fit, "across": _across}[args.probe_command](args)
 
-        with _progress(args.frames, "frame") as bar:
-            summary = collect(args.agents, args.frames, args.out, args.opponent, args.sample, args.seed, bar.update,
-                              side=args.side)
-        print(f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
-              f"{', '.join(summary['agents'])}")
-        return 0
+
+def _collect(args) -> int:
+    from pongrl.probes.collect import collect
+
+    with _progress(args.frames, "frame") as bar:
+        summary = collect(args.agents, args.frames, args.out, args.opponent, args.sample, args.seed, bar.update,
+                          side=args.side)
+    print(f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
+          f"{', '.join(summary['agents'])}")
+    return 0
+
+
+def _fit(args) -> int:
     from pongrl.probes.fit import ProbeData, chosen_layers, fit, split_summary, write_results
 
+    # Refused before fitting rather than after it, when the results are written.
     if args.results and os.path.exists(args.results) and not os.path.isdir(args.results):
         raise PongrlError(f"--results {args.results}: not a folder")
     data = ProbeData(args.out)
     if not data.complete:
         print(f"pongrl probe fit: {args.out} holds an interrupted collect ({data.frames:,} of "
               f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games", file=sys.stderr)
-    warn_repeated_games(args.out, args.seed)
+    _warn_repeated_games(args.out, args.seed)
     with _progress(len(chosen_layers(data, args.layers, args.agents)), "layer") as bar:
         rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update, agents=args.agents,
                       allow_small_test=args.allow_small_test)
-    if args.results:
-        os.makedirs(args.results, exist_ok=True)
     csv_path, md_path = write_results(rows, args.results or args.out)
     print(f"{len(rows)} probes, {split_summary(rows)}: {csv_path}, {md_path}")
     return 0
 
 
-def run_across(args) -> int:
+def _across(args) -> int:
     from pongrl.probes.across import plot_across, study_agents
     from pongrl.probes.collect import collect
     from pongrl.probes.fit import fit, split_summary, write_results
@@ -115,7 +124,7 @@ def run_across(args) -> int:
           file=sys.stderr)
     with _progress(args.frames, "frame") as bar:
         collect(agents, args.frames, args.out, sample=not args.greedy, seed=args.seed, progress=bar.update)
-    warn_repeated_games(args.out, args.seed)
+    _warn_repeated_games(args.out, args.seed)
     with _progress(None, "layer") as bar:
         rows, data = fit(args.out, args.layers, args.labels, progress=bar.update, classify_scales=False,
                          allow_small_test=args.allow_small_test)

@@ -1,0 +1,130 @@
+"""`pongrl train`, `resume`, `branch` and `plot`: runs are made, continued, branched and drawn.
+
+Every setting of a run's config is a flag, made from the config dataclasses' fields (defaulting to None,
+so that the preset, or the run being resumed or branched, decides unless the flag is given).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from pongrl import config as config_module
+from pongrl.cli.common import Parser, finite_float, integer, positive_int
+
+RESUME_FLAGS, BRANCH_FLAGS = config_module.RESUME_SETTINGS, config_module.BRANCH_SETTINGS
+DQN_FIELDS = {f.name for f in dataclasses.fields(config_module.DQNConfig)}
+
+
+def add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only: set[str] | None = None) -> None:
+    """One flag per config field (or per field in `only`), defaulting to None so the preset decides
+    unless given."""
+    defaults = cls()
+    skip = {"algo", "preset"}
+    for field in dataclasses.fields(cls):
+        if field.name in skip or (only is not None and field.name not in only):
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        default = presets.get("default", {}).get(field.name, getattr(defaults, field.name))
+        seed_value = presets.get("seed", {}).get(field.name)
+        shown = ("default: as the run had it" if only is not None else
+                 f"default {default}" + (f"; seed preset {seed_value}" if seed_value is not None else ""))
+        helptext = f"{config_module.FIELD_HELP.get(field.name, '')} ({shown})"
+        if isinstance(default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
+        elif isinstance(default, int):
+            kind = integer if field.name == "seed" or field.name in config_module.NON_NEGATIVE else positive_int
+            parser.add_argument(flag, type=kind, default=None, metavar="N", help=helptext)
+        elif isinstance(default, float):
+            parser.add_argument(flag, type=finite_float, default=None, metavar="X", help=helptext)
+        else:
+            parser.add_argument(flag, type=str, default=None, help=helptext)
+
+
+def add_train(commands) -> None:
+    train = commands.add_parser("train", help="train an agent (dqn, ppo, selfplay)")
+    algos = train.add_subparsers(dest="algo", metavar="ALGO", parser_class=Parser)
+    algos.required = True
+    dqn = algos.add_parser("dqn", help="DQN against the built-in AI")
+    dqn.add_argument("--run-dir", help="where the run goes (default runs/pong__dqn__<preset>__<seed>__<time>)")
+    dqn.add_argument("--preset", default="default", choices=sorted(config_module.DQN_PRESETS),
+                     help="hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here")
+    dqn.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
+    add_config_flags(dqn, config_module.DQNConfig, config_module.DQN_PRESETS)
+    for algo, helptext in (("ppo", "PPO against the built-in AI"),
+                           ("selfplay", "PPO self-play on two-player Pong (the self-play model card)")):
+        presets = config_module.CONFIG_CLASSES[algo][1]
+        sub = algos.add_parser(algo, help=helptext)
+        sub.add_argument("--run-dir", help=f"where the run goes (default runs/pong__{algo}__<preset>__<seed>__<time>)")
+        sub.add_argument("--preset", default="default", choices=sorted(presets),
+                         help="hyperparameters to start from: 'seed' is the model card's run (default: default)")
+        sub.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
+        add_config_flags(sub, config_module.PPOConfig, presets)
+
+
+def _add_steps(parser: argparse.ArgumentParser) -> None:
+    """How far a resumed or branched run trains: to a total, or so many steps more."""
+    steps = parser.add_mutually_exclusive_group()
+    steps.add_argument("--total-steps", type=positive_int, help="train until this many env steps in all")
+    steps.add_argument("--extra-steps", type=positive_int, help="train this many more env steps")
+
+
+def add_resume(commands) -> None:
+    resume = commands.add_parser("resume", help="continue a run from its latest checkpoint")
+    resume.add_argument("run_dir", metavar="RUN")
+    _add_steps(resume)
+    resume.add_argument("--checkpoint", help="resume from this checkpoint of the run instead of the latest")
+    # The settings a resume may change (where it runs, how it reports); the others define the experiment.
+    add_config_flags(resume, config_module.DQNConfig, {}, only=RESUME_FLAGS)
+
+
+def add_branch(commands) -> None:
+    branch = commands.add_parser("branch", help="start a new run from a run's checkpoint, with some settings changed")
+    branch.add_argument("run_dir", metavar="RUN", help="the run to branch from (it is only read)")
+    branch.add_argument("--run-dir", dest="new_run_dir", required=True,
+                        help="where the new run goes (must not hold a run)")
+    branch.add_argument("--checkpoint", help="branch at this checkpoint of RUN instead of its latest")
+    _add_steps(branch)
+    # Every setting of either algorithm; the run's own algorithm decides which apply.
+    add_config_flags(branch, config_module.DQNConfig, {}, only=BRANCH_FLAGS & DQN_FIELDS)
+    add_config_flags(branch, config_module.PPOConfig, {}, only=BRANCH_FLAGS - DQN_FIELDS)
+
+
+def add_plot(commands) -> None:
+    plot = commands.add_parser("plot", help="plot runs (return and loss) and leagues (ratings and win rates)")
+    plot.add_argument("runs", nargs="+", metavar="RUN_OR_LEAGUE")
+    plot.add_argument("--out", help="PNG file (default RUN/plots/curves.png of the first run)")
+
+
+def cmd_train(args) -> int:
+    from pongrl import training
+
+    cls, _ = config_module.CONFIG_CLASSES[args.algo]
+    overrides = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls)
+                 if f.name not in ("algo", "preset")}
+    run = training.train(args.algo, args.run_dir, args.preset, force=args.force, verbose=True, handle_signals=True,
+                         **{name: value for name, value in overrides.items() if value is not None})
+    return run.outcome.exit_code
+
+
+def cmd_resume(args) -> int:
+    from pongrl import training
+
+    run = training.Run(args.run_dir).resume(args.extra_steps, args.total_steps, args.checkpoint, verbose=True,
+                                            handle_signals=True, **{name: getattr(args, name) for name in RESUME_FLAGS})
+    return run.outcome.exit_code
+
+
+def cmd_branch(args) -> int:
+    from pongrl import training
+
+    changes = {name: getattr(args, name, None) for name in BRANCH_FLAGS}
+    run = training.Run(args.run_dir).branch(args.new_run_dir, args.checkpoint, args.extra_steps, args.total_steps,
+                                            verbose=True, handle_signals=True, **changes)
+    return run.outcome.exit_code
+
+
+def cmd_plot(args) -> int:
+    from pongrl.media import plot
+
+    print("\n".join(plot(args.runs, args.out)))
+    return 0
