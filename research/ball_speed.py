@@ -66,7 +66,7 @@ def main() -> int:
 
     from pongrl.agent import load_agent
     from pongrl.envs.single import GameVectorEnv
-    from pongrl.envs.two_player import FastSelfPlayEnv
+    from pongrl.envs.selfplay import FastSelfPlayEnv
 
     torch.set_num_threads(args.torch_threads)
     try:  # every checkpoint loads before any game is played, so a bad path costs nothing

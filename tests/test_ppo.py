@@ -430,7 +430,7 @@ def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_
 def test_builtin_games_sit_in_the_self_play_layout_with_the_learner_on_the_right_in_the_cards_view():
     from pongrl.envs.builtin_mix import BUILTIN_SEED_OFFSET, BuiltinGamesAsPlayers, SelfPlayWithBuiltinEnv
     from pongrl.envs.single import GameVectorEnv
-    from pongrl.envs.two_player import FastSelfPlayEnv
+    from pongrl.envs.selfplay import FastSelfPlayEnv
 
     env = SelfPlayWithBuiltinEnv(FastSelfPlayEnv(1, seed=4), BuiltinGamesAsPlayers(1, seed=4))
     alone = GameVectorEnv(1, 4 + BUILTIN_SEED_OFFSET, profile="seed")  # the same game, played on its own

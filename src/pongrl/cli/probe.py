@@ -1,19 +1,19 @@
-"""`pongrl probe collect`, `fit` and `across`: linear probes of what each layer of an agent knows, with
-progress bars on a terminal and the warnings a probe's reader needs (an interrupted collect, test games
-that repeat train games).
+"""`pongrl probe collect`, `fit`, `across` and `intervene`: linear probes of what each layer of an agent knows,
+and whether it uses it, with progress bars on a terminal and the warnings a probe's reader needs (an
+interrupted collect, test games that repeat train games).
 """
 from __future__ import annotations
 
 import os
 import sys
 
-from pongrl.cli.common import AGENT_HELP, integer, positive_int
+from pongrl.cli.common import AGENT_HELP, finite_float, integer, positive_int
 from pongrl.errors import PongrlError
 
 
 def add_probe(commands) -> None:
     probe = commands.add_parser("probe", help="linear probes of what each layer of an agent knows (RAM ground truth)")
-    steps = probe.add_subparsers(dest="probe_command", metavar="{collect,fit,across}", required=True)
+    steps = probe.add_subparsers(dest="probe_command", metavar="{collect,fit,across,intervene}", required=True)
     collect = steps.add_parser("collect", help="play games and record the RAM labels and every layer's activations")
     collect.add_argument("agents", nargs="+", metavar="AGENT",
                          help=AGENT_HELP + "; the first plays, all record their layers on the same frames")
@@ -54,6 +54,28 @@ def add_probe(commands) -> None:
                              "games repeat: greedy play against the built-in AI is deterministic)")
     across.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
     _add_allow_small_test(across)
+    intervene = steps.add_parser("intervene", help="steer or ablate a probe's direction inside the agent while it "
+                                                   "plays the built-in AI; does its paddle follow?")
+    intervene.add_argument("agent", metavar="AGENT", help=AGENT_HELP)
+    intervene.add_argument("--probes", required=True, metavar="DIR",
+                           help="a folder written by pongrl probe collect that recorded AGENT: the probes' directions "
+                                "are fitted on it")
+    intervene.add_argument("--layer", nargs="+", required=True, metavar="L",
+                           help="the layers to edit (conv1, conv2, ..., fc)")
+    intervene.add_argument("--label", nargs="+", required=True, metavar="NAME",
+                           help="the labels whose probe directions to move along (on a scale: ball_y, landing_y, ...)")
+    intervene.add_argument("--kind", nargs="+", default=["steer"], metavar="KIND",
+                           help="steer (add alpha units of the label), ablate (remove the direction), mean-ablate "
+                                "(set it to its mean) (default steer)")
+    intervene.add_argument("--alpha", nargs="+", type=finite_float, default=[-20.0, -10.0, 10.0, 20.0], metavar="A",
+                           help="steering sizes in units of the label, e.g. rows of ball height "
+                                "(default -20 -10 10 20)")
+    intervene.add_argument("--games", type=positive_int, default=10, help="games per condition (default 10)")
+    intervene.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    intervene.add_argument("--sticky-actions", type=finite_float, default=0.0, metavar="P",
+                           help="play the games under sticky actions P (default 0: the exact protocol, starts drawn)")
+    intervene.add_argument("--out", metavar="FOLDER",
+                           help="where to write intervene.csv and intervene.png (default DIR/intervene)")
 
 
 def _add_allow_small_test(parser) -> None:
@@ -81,7 +103,8 @@ def _warn_repeated_games(out: str, seed: int) -> None:
 
 
 def cmd_probe(args) -> int:
-    return {"collect": _collect, "fit": _fit, "across": _across}[args.probe_command](args)
+    return {"collect": _collect, "fit": _fit, "across": _across,
+            "intervene": _intervene}[args.probe_command](args)
 
 
 def _collect(args) -> int:
@@ -131,4 +154,24 @@ def _across(args) -> int:
     csv_path, md_path = write_results(rows, args.out)
     chart = plot_across(rows, data.settings["agents"], os.path.join(args.out, "probes.png"))
     print(f"{len(rows)} probes of {len(agents)} checkpoints, {split_summary(rows)}: {csv_path}, {md_path}, {chart}")
+    return 0
+
+
+def _intervene(args) -> int:
+    from pongrl.probes.intervene import describe, intervene, write_results
+
+    if not 0.0 <= args.sticky_actions < 1.0:
+        raise PongrlError(f"--sticky-actions must be in [0, 1), got {args.sticky_actions}")
+    out = args.out or os.path.join(args.probes, "intervene")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise PongrlError(f"--out {out}: not a folder")
+    conditions = 1 + len(args.layer) * len(args.label) * 2 * sum(
+        len(args.alpha) if kind == "steer" else 1 for kind in args.kind)
+    with _progress(conditions, "condition") as bar:
+        rows = intervene(args.agent, args.probes, args.layer, args.label, args.kind, args.alpha, args.games,
+                         args.seed, args.sticky_actions, bar.update)
+    csv_path, chart_path = write_results(rows, out)
+    for row in rows:
+        print(describe(row))
+    print(f"{len(rows)} conditions x {args.games} games: {csv_path}, {chart_path}")
     return 0

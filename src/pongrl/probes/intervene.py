@@ -1,0 +1,397 @@
+"""`pongrl probe intervene`: does the agent use what a probe reads? Move or remove the probe's direction inside
+the network while it plays the built-in AI, and watch what its behaviour does.
+
+A direction is a linear probe of one label on one layer (the torso's conv1, conv2, ... or fc, after the ReLU),
+fitted here on a collect of the same agent (`pongrl probe collect`): a ridge regression on the collect's
+standardized features, its penalty chosen on held-out train games, its R^2 measured on test games (whole games,
+as `probe fit` splits them). Ball positions and velocities are fitted on in-play frames only (their RAM bytes
+read 0 while the ball is out of play), predictive labels where they are defined. The probe reads the label as
+y = h . w + b on the layer's activations h (a wide layer stored through the collect's fixed random projection P
+gives w = P w_stored), so:
+- steer by alpha: h + alpha w / |w|^2, which moves the probe's reading by exactly alpha units of the label
+  (alpha = +10 on ball_y: "the ball is 10 rows lower than it is");
+- ablate: remove the component along u = w / |w| (h - (h . u) u), or replace it by its mean over the collect
+  (mean ablation: h - (h . u - mean) u).
+The control is the same edit along a random direction (seeded, unit length; the same |delta| when steering).
+
+Each condition plays `games` greedy games against the built-in AI through the game runner (the same starts
+for every condition), and reports, each with its 95% interval over games:
+- the paddle's offset from the real ball (the agent's paddle height minus the ball's, RAM rows, in-play steps),
+  and its shift from the unperturbed games: a paddle that goes where the steered belief says the ball is
+  shifts by about alpha;
+- the KL divergence of the perturbed policy from the unperturbed one on the same frames (a DQN agent's policy
+  read as the softmax of its Q-values), and how often the greedy action changes;
+- the score against the built-in AI.
+Each steering row also says the edit's size against the layer's mean activation norm (`edit_size`): a probe
+can read a label along a direction in which a small move changes the reading a lot.
+"""
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pongrl.errors import PongrlError
+from pongrl.game import RAM_BALL_Y, RAM_RIGHT_PADDLE_Y
+from pongrl.probes.labels import PREDICTIVE_LABELS, REGRESSION_LABELS, UNDEFINED
+
+IN_PLAY_LABELS = ("ball_x", "ball_y", "ball_vx", "ball_vy")  # their RAM bytes mean nothing out of play
+KINDS = ("steer", "ablate", "mean-ablate")
+DIRECTIONS = ("probe", "random")
+RANDOM_DIRECTION_SEED = 20261203
+COLUMNS = ["agent", "layer", "label", "probe_r2", "kind", "direction", "alpha", "edit_size", "games", "score",
+           "score_low",
+           "score_high", "paddle_offset", "paddle_shift", "paddle_shift_low", "paddle_shift_high", "kl", "kl_low",
+           "kl_high", "action_change"]
+
+
+@dataclass
+class Direction:
+    """A probe's direction in a layer's full activation space: the label reads as h . weights + intercept."""
+
+    layer: str
+    label: str
+    weights: np.ndarray  # (width,) float64
+    mean_reading: float  # mean of h . unit over the collect's frames (mean ablation puts it back)
+    r2: float  # on the test games
+    frames: int
+    activation_norm: float  # the layer's mean |h| over the collect's frames, to size an edit against
+
+    @property
+    def unit(self) -> np.ndarray:
+        return self.weights / np.linalg.norm(self.weights)
+
+
+def steerable_layers(agent) -> dict[str, torch.nn.Module]:
+    """The layers an intervention can edit, by their probe names: the ReLU after each convolution (conv1, ...)
+    and after the fully connected layer (fc) of the torso that chooses the actions."""
+    torso = agent.network.torso if hasattr(agent.network, "torso") else agent.network.actor_network
+    layers, convolutions, before = {}, 0, None
+    for module in torso:
+        if isinstance(module, torch.nn.ReLU):
+            if isinstance(before, torch.nn.Conv2d):
+                convolutions += 1
+                layers[f"conv{convolutions}"] = module
+            else:
+                layers["fc"] = module
+        before = module
+    return layers
+
+
+def _collect_index(data, agent) -> int:
+    """The collect's index of `agent` (by its file's hash, else its name)."""
+    from pongrl.arena import file_sha256
+
+    sha256 = file_sha256(agent.path) if getattr(agent, "path", "") and os.path.isfile(agent.path) else ""
+    for index, entry in enumerate(data.settings["agents"]):
+        if (sha256 and entry.get("sha256") == sha256) or entry.get("name") == agent.name:
+            return index
+    names = ", ".join(entry["name"] for entry in data.settings["agents"])
+    raise PongrlError(f"{data.out_dir}: no probe of {agent.name} there (it recorded {names}); "
+                      "collect this agent first (pongrl probe collect AGENT --out DIR)")
+
+
+def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0) -> Direction:
+    """The probe of `label` on `layer` of `agent`, fitted on the collect in `collect_dir` (module docstring)."""
+    from sklearn.linear_model import Ridge
+
+    from pongrl.probes.collect import projection
+    from pongrl.probes.fit import RIDGE_ALPHAS, VALIDATION_FRACTION, ProbeData, split_games
+
+    data = ProbeData(collect_dir)
+    index = _collect_index(data, agent)
+    if label not in REGRESSION_LABELS or label not in data.labels:
+        raise PongrlError(f"no probe of {label!r} to steer along: a direction needs a label on a scale that the "
+                          f"collect recorded ({', '.join(name for name in REGRESSION_LABELS if name in data.labels)})")
+    if layer not in data.layers.get(index, []):
+        raise PongrlError(f"{collect_dir}: no layer {layer!r} recorded for {agent.name}")
+    train_games, test_games = split_games(data.frames_of, seed)
+    held_out = set(train_games[::-1][:max(1, int(round(VALIDATION_FRACTION * len(train_games))))])
+
+    def read(games):
+        x = data.read(f"agents/{index}/{layer}", games).astype(np.float64)
+        y = data.read(f"labels/{label}", games).astype(np.float64)
+        keep = y != UNDEFINED if label in PREDICTIVE_LABELS else np.ones(len(y), bool)
+        if label in IN_PLAY_LABELS:
+            keep &= data.read("labels/ball_in_play", games).astype(bool)
+        game_of = np.concatenate([np.full(data.frames_of[game], game) for game in games])
+        return x[keep], y[keep], game_of[keep]
+
+    x_train, y_train, train_game_of = read(train_games)
+    x_test, y_test, _ = read(test_games)
+    if len(y_train) < 50 or len(y_test) < 10:
+        raise PongrlError(f"{collect_dir}: too few frames hold {label} to fit its direction "
+                          f"({len(y_train)} train, {len(y_test)} test); collect more frames")
+    mean, std = x_train.mean(0), x_train.std(0)
+    std[std == 0] = 1.0
+
+    def fit(alpha, rows):
+        return Ridge(alpha=alpha * rows.sum() / 1000).fit((x_train[rows] - mean) / std, y_train[rows])
+
+    validation = np.isin(train_game_of, list(held_out))
+    every = np.ones(len(y_train), bool)
+    alpha = 1.0
+    if validation.any() and (~validation).any():
+        errors = [np.mean((fit(a, ~validation).predict((x_train[validation] - mean) / std) - y_train[validation]) ** 2)
+                  for a in RIDGE_ALPHAS]
+        alpha = RIDGE_ALPHAS[int(np.argmin(errors))]
+    model = fit(alpha, every)
+    predicted = model.predict((x_test - mean) / std)
+    r2 = 1 - np.sum((predicted - y_test) ** 2) / max(np.sum((y_test - y_test.mean()) ** 2), 1e-12)
+    stored_weights = model.coef_ / std  # the reading is x_stored . stored_weights + a constant
+    width = _layer_width(agent, layer)
+    matrix = projection(layer, width) if data.settings.get("reduced_width") else None
+    if matrix is not None and stored_weights.shape[0] != width:
+        weights = matrix.double().numpy() @ stored_weights
+    else:
+        weights = stored_weights
+    mean_reading = float(np.mean(x_train @ stored_weights) / np.linalg.norm(weights))
+    # The projection keeps norms (Johnson-Lindenstrauss), so the stored features' mean norm is the layer's.
+    activation_norm = float(np.linalg.norm(x_train, axis=1).mean())
+    return Direction(layer, label, weights, mean_reading, float(r2), int(len(y_train) + len(y_test)),
+                     activation_norm)
+
+
+def _layer_width(agent, layer: str) -> int:
+    shape = (1, 4, 84, 84) if agent.obs_profile == "standard" else (1, 84, 84, 4)
+    return agent.layers(np.zeros(shape, np.uint8))[layer].shape[1]
+
+
+class Edit:
+    """A forward hook that edits one layer's activations: steer by `delta`, or remove the component along `unit`
+    (back to `mean` for a mean ablation). `active` switches it off for the unperturbed pass."""
+
+    def __init__(self, module: torch.nn.Module, kind: str, vector: np.ndarray, mean: float = 0.0):
+        self.kind, self.mean, self.active = kind, mean, False
+        self.vector = torch.as_tensor(vector, dtype=torch.float32)
+        self.handle = module.register_forward_hook(self._edit)
+
+    def _edit(self, module, inputs, output):
+        if not self.active:
+            return None
+        flat = output.reshape(len(output), -1).float()
+        if self.kind == "steer":
+            flat = flat + self.vector
+        else:
+            reading = flat @ self.vector
+            target = self.mean if self.kind == "mean-ablate" else 0.0
+            flat = flat - (reading - target)[:, None] * self.vector
+        return flat.reshape(output.shape).to(output.dtype)
+
+    def remove(self) -> None:
+        self.handle.remove()
+
+
+def policy(preferences: np.ndarray) -> np.ndarray:
+    """Action probabilities from preferences (a policy's logits, or Q-values read as a Boltzmann policy)."""
+    shifted = preferences.astype(np.float64) - preferences.max(axis=1, keepdims=True)
+    probabilities = np.exp(shifted)
+    return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+
+class InterveningPlayer:
+    """The agent at the right paddle with an Edit on: acts greedily on the perturbed preferences, and records per
+    game the KL divergence from its unperturbed policy on the same frames and whether the action changed."""
+
+    def __init__(self, agent, edit: Edit | None, games: int):
+        self.agent, self.edit, self.profile = agent, edit, agent.obs_profile
+        self.kl = [[] for _ in range(games)]
+        self.changed = [[] for _ in range(games)]
+        self.games_now: list[int] = []
+
+    def act(self, observations: np.ndarray) -> np.ndarray:
+        if self.edit is None:
+            return self.agent.preferences(observations).argmax(1)
+        base = self.agent.preferences(observations)
+        self.edit.active = True
+        try:
+            perturbed = self.agent.preferences(observations)
+        finally:
+            self.edit.active = False
+        p, q = policy(perturbed), policy(base)
+        kl = np.sum(p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-300))), axis=1)
+        for row, game in enumerate(self.games_now):
+            self.kl[game].append(float(kl[row]))
+            self.changed[game].append(bool(perturbed[row].argmax() != base[row].argmax()))
+        return perturbed.argmax(1)
+
+
+def _interval(values) -> tuple[float, float, float]:
+    """Mean and its 95% interval (Student's t) over games."""
+    from scipy import stats
+
+    values = np.asarray([v for v in values if np.isfinite(v)], np.float64)
+    if len(values) == 0:
+        return float("nan"), float("nan"), float("nan")
+    if len(values) == 1:
+        return float(values[0]), float("nan"), float("nan")
+    half = float(stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
+    return float(values.mean()), float(values.mean() - half), float(values.mean() + half)
+
+
+def play_condition(agent, edit: Edit | None, games: int, seed: int, sticky_actions: float = 0.0) -> dict:
+    """`games` greedy games against the built-in AI with `edit` on (None: the unperturbed agent); per game its
+    score, mean paddle offset from the ball on in-play steps, mean KL and action-change rate."""
+    from pongrl.runner import BUILTIN, GamePlan, play_games, spread
+
+    player = InterveningPlayer(agent, edit, games)
+    plans = [GamePlan(player, BUILTIN) for _ in range(games)]
+    slots = spread(plans)
+    first_game = np.cumsum([0] + [len(slot) for slot in slots])
+    played = [0] * len(slots)
+    offsets = [[] for _ in range(games)]
+
+    def before_step(driver, running) -> None:
+        player.games_now = [first_game[slot] + played[slot] for slot in running]
+        for slot, game in zip(running, player.games_now):
+            ram = driver.ram(slot)
+            if ram[RAM_BALL_Y]:
+                offsets[game].append(int(ram[RAM_RIGHT_PADDLE_Y]) - int(ram[RAM_BALL_Y]))
+
+    def after_step(driver, running) -> None:
+        for slot in running:
+            if driver.done(slot):
+                played[slot] += 1
+
+    records = play_games(slots, before_step=before_step, after_step=after_step, seed=seed,
+                         sticky_actions=sticky_actions)
+    return {"scores": [r["first_points"] - r["second_points"] for r in records],
+            "offsets": [float(np.mean(o)) if o else float("nan") for o in offsets],
+            "kl": [float(np.mean(k)) if k else float("nan") for k in player.kl],
+            "changed": [float(np.mean(c)) if c else float("nan") for c in player.changed]}
+
+
+def intervene(agent_spec, collect_dir: str, layers: list[str], labels: list[str], kinds: list[str],
+              alphas: list[float], games: int = 10, seed: int = 0, sticky_actions: float = 0.0,
+              progress=None) -> list[dict]:
+    """Every (layer, label, kind, direction, alpha) condition's row (COLUMNS), after the unperturbed games.
+    Everything is checked before any game is played."""
+    from pongrl.agent import QAgent, as_agent
+
+    agent = as_agent(agent_spec)
+    if not hasattr(agent, "network") or not (isinstance(agent, QAgent) or hasattr(agent.network, "actor_network")):
+        raise PongrlError(f"{agent.name}: only pongrl's networks can be intervened on")
+    available = steerable_layers(agent)
+    for layer in layers:
+        if layer not in available:
+            raise PongrlError(f"no layer {layer!r} to intervene on in {agent.name} (it has {', '.join(available)})")
+    for kind in kinds:
+        if kind not in KINDS:
+            raise PongrlError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if any(not np.isfinite(alpha) for alpha in alphas):
+        raise PongrlError("every --alpha must be a finite number")
+    if games <= 0:
+        raise PongrlError(f"the number of games must be positive, got {games}")
+    found = {(layer, label): fit_direction(collect_dir, agent, layer, label) for layer in layers for label in labels}
+    conditions = [(layer, label, kind, direction, alpha) for layer in layers for label in labels for kind in kinds
+                  for direction in DIRECTIONS for alpha in (alphas if kind == "steer" else [0.0])]
+    baseline = play_condition(agent, None, games, seed, sticky_actions)
+    if progress:
+        progress(1)
+    base_offset = _interval(baseline["offsets"])
+    rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, base_offset)]
+    rng = np.random.default_rng(RANDOM_DIRECTION_SEED)
+    random_units = {}
+    for layer, label, kind, direction, alpha in conditions:
+        found_direction = found[(layer, label)]
+        if layer not in random_units:
+            vector = rng.standard_normal(found_direction.weights.shape[0])
+            random_units[layer] = vector / np.linalg.norm(vector)
+        unit = found_direction.unit if direction == "probe" else random_units[layer]
+        if kind == "steer":
+            size = alpha / np.linalg.norm(found_direction.weights)  # |delta| of a steer by alpha label units
+            vector, mean, edit_size = unit * size, 0.0, abs(size) / found_direction.activation_norm
+        else:  # a random direction's mean reading is unknown: its mean ablation is a plain ablation
+            vector, edit_size = unit, float("nan")
+            mean = found_direction.mean_reading if direction == "probe" else 0.0
+        edit = Edit(available[layer], kind, vector, mean)
+        try:
+            result = play_condition(agent, edit, games, seed, sticky_actions)
+        finally:
+            edit.remove()
+        rows.append(_row(agent, layer, label, found_direction.r2, kind, direction, alpha, edit_size, games, result,
+                         base_offset))
+        if progress:
+            progress(1)
+    return rows
+
+
+def _row(agent, layer, label, r2, kind, direction, alpha, edit_size, games, result, base_offset) -> dict:
+    score = _interval(result["scores"])
+    offset = _interval(result["offsets"])
+    shift_half = np.sqrt(max(offset[2] - offset[0], 0) ** 2 + max(base_offset[2] - base_offset[0], 0) ** 2) \
+        if np.isfinite(offset[2]) and np.isfinite(base_offset[2]) else float("nan")
+    shift = offset[0] - base_offset[0]
+    kl = _interval(result["kl"])
+    return {"agent": agent.name, "layer": layer, "label": label, "probe_r2": r2, "kind": kind, "direction": direction,
+            "alpha": alpha, "edit_size": edit_size, "games": games, "score": score[0], "score_low": score[1],
+            "score_high": score[2],
+            "paddle_offset": offset[0], "paddle_shift": shift, "paddle_shift_low": shift - shift_half,
+            "paddle_shift_high": shift + shift_half, "kl": kl[0], "kl_low": kl[1], "kl_high": kl[2],
+            "action_change": _interval(result["changed"])[0]}
+
+
+def describe(row: dict) -> str:
+    """One condition's row in words."""
+    if row["kind"] == "none":
+        return f"unperturbed: score {row['score']:+.2f}, paddle offset from the ball {row['paddle_offset']:+.1f} rows"
+    size = f"{row['alpha']:+g} (|delta| {row['edit_size']:.2%} of |h|) " if row["kind"] == "steer" else ""
+    return (f"{row['layer']} {row['label']} (probe R^2 {row['probe_r2']:.2f}) {row['kind']} {size}{row['direction']}:"
+            f" paddle shift {row['paddle_shift']:+.1f} [{row['paddle_shift_low']:+.1f}, "
+            f"{row['paddle_shift_high']:+.1f}], KL {row['kl']:.3f}, action changed {row['action_change']:.0%}, "
+            f"score {row['score']:+.2f}")
+
+
+def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
+    """intervene.csv and intervene.png (paddle shift against alpha, the probe's direction beside a random one,
+    one panel per label), each written whole or not at all."""
+    from pongrl.checkpoint import atomic_write_file
+
+    os.makedirs(out_dir, exist_ok=True)
+    csv_path, chart_path = os.path.join(out_dir, "intervene.csv"), os.path.join(out_dir, "intervene.png")
+
+    def write_csv(temp_path: str) -> None:
+        with open(temp_path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({key: (f"{value:.6g}" if isinstance(value, float) else value)
+                                 for key, value in row.items()})
+
+    atomic_write_file(csv_path, write_csv)
+    atomic_write_file(chart_path, lambda temp_path: _chart(rows, temp_path))
+    return csv_path, chart_path
+
+
+def _chart(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steered = [row for row in rows if row["kind"] == "steer"]
+    labels = sorted({row["label"] for row in steered}) or ["(no steering)"]
+    figure, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.2), squeeze=False)
+    for axis, label in zip(axes[0], labels):
+        for layer in sorted({row["layer"] for row in steered if row["label"] == label}):
+            for direction, style in (("probe", "o-"), ("random", "x:")):
+                points = sorted((row["alpha"], row["paddle_shift"], row["paddle_shift_low"], row["paddle_shift_high"])
+                                for row in steered if (row["label"], row["layer"], row["direction"]) ==
+                                (label, layer, direction))
+                if not points:
+                    continue
+                alpha, shift, low, high = (np.array(column) for column in zip(*points))
+                axis.errorbar(alpha, shift, yerr=[shift - low, high - shift], fmt=style, capsize=3,
+                              label=f"{layer}, {direction} direction")
+        axis.axhline(0, color="grey", linewidth=0.8)
+        axis.set(xlabel=f"alpha (units of {label})", ylabel="paddle offset from the ball, shift (RAM rows)",
+                 title=f"steering along the probe of {label}")
+        axis.grid(alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110, format="png")
+    plt.close(figure)

@@ -1,0 +1,130 @@
+"""`pongrl probe intervene`: edits along a probe's direction inside a network, on a planted network whose
+action is known to depend on one direction, and end to end on a real collect (games on the real emulator)."""
+import csv
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from pongrl.agent import QAgent
+from pongrl.game import NUM_ACTIONS
+from pongrl.nets import QNetwork
+from pongrl.probes.intervene import Edit, steerable_layers
+
+from cli_helpers import run
+
+UP, DOWN = 2, 3
+
+
+def planted_agent(direction: np.ndarray) -> QAgent:
+    """A DQN agent whose Q(UP) - Q(DOWN) is 2 fc . direction, every other Q-value 0: its action depends on that
+    direction of its fc layer and nothing else."""
+    torch.manual_seed(0)
+    network = QNetwork(NUM_ACTIONS)
+    with torch.no_grad():
+        network.head.weight.zero_()
+        network.head.bias.zero_()
+        network.head.weight[UP] = torch.as_tensor(direction, dtype=torch.float32)
+        network.head.weight[DOWN] = -torch.as_tensor(direction, dtype=torch.float32)
+    return QAgent(network, name="planted")
+
+
+def test_steering_along_the_used_direction_changes_the_action_as_computed_and_a_random_one_does_not():
+    obs = np.random.default_rng(0).integers(0, 256, (1, 4, 84, 84), dtype=np.uint8)
+    fc = planted_agent(np.zeros(512)).layers(obs)["fc"][0].astype(np.float64)  # the same seeded torso
+    assert fc.any()
+    rng = np.random.default_rng(1)
+    direction = rng.standard_normal(512)
+    direction -= (fc @ direction + 1.0) / (fc @ fc) * fc  # fc . direction = -1: DOWN is chosen
+    agent = planted_agent(direction)
+    fc_module = steerable_layers(agent)["fc"]
+    assert agent.act(obs)[0] == DOWN
+    reading = lambda: float(agent.layers(obs)["fc"][0].astype(np.float64) @ direction)  # noqa: E731
+
+    # Steer by alpha = +2 units of the reading fc . direction: -1 becomes +1, Q(UP) - Q(DOWN) = +2, UP.
+    delta = 2.0 * direction / (direction @ direction)
+    edit = Edit(fc_module, "steer", delta)
+    edit.active = True
+    q_values = agent.preferences(obs)[0]
+    assert agent.act(obs)[0] == UP
+    assert q_values[UP] - q_values[DOWN] == pytest.approx(2.0, abs=1e-3)
+    edit.remove()
+    assert agent.act(obs)[0] == DOWN and reading() == pytest.approx(-1.0, abs=1e-3)
+
+    # The same |delta| along a random direction barely moves the reading: the action stays.
+    random_unit = rng.standard_normal(512)
+    random_unit /= np.linalg.norm(random_unit)
+    edit = Edit(fc_module, "steer", random_unit * np.linalg.norm(delta))
+    edit.active = True
+    assert agent.act(obs)[0] == DOWN
+    edit.remove()
+
+    # Ablating the used direction sets the reading to 0 (a tie broken to the lower action index); ablating a
+    # direction the head does not read changes no Q-value at all.
+    unit = direction / np.linalg.norm(direction)
+    edit = Edit(fc_module, "ablate", unit)
+    edit.active = True
+    q_ablated = agent.preferences(obs)[0]
+    edit.remove()
+    assert q_ablated[UP] == pytest.approx(0.0, abs=1e-4) and q_ablated[DOWN] == pytest.approx(0.0, abs=1e-4)
+    unused = rng.standard_normal(512)
+    unused -= (unused @ unit) * unit
+    unused /= np.linalg.norm(unused)
+    before = agent.preferences(obs)[0]
+    edit = Edit(fc_module, "ablate", unused)
+    edit.active = True
+    after = agent.preferences(obs)[0]
+    edit.remove()
+    np.testing.assert_allclose(after, before, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def collect_dir(tmp_path_factory, request):
+    from pongrl.agent import save_safetensors_agent
+
+    folder = tmp_path_factory.mktemp("intervene")
+    agent_path = str(folder / "dqn.safetensors")
+    torch.manual_seed(3)
+    save_safetensors_agent(agent_path, QNetwork(NUM_ACTIONS).state_dict(), "dqn", 0, "standard")
+    out = str(folder / "collect")
+    from pongrl.probes.collect import collect
+
+    collect([agent_path], 1_500, out, sample=True, seed=0)
+    return agent_path, out
+
+
+def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, capsys):
+    agent, probes = collect_dir
+    out = str(tmp_path / "results")
+    code, stdout, err = run(["probe", "intervene", agent, "--probes", probes, "--layer", "fc", "--label", "ball_y",
+                             "--alpha", "-10", "10", "--kind", "steer", "ablate", "--games", "1", "--out", out], capsys)
+    assert code == 0, err
+    with open(os.path.join(out, "intervene.csv")) as handle:
+        rows = list(csv.DictReader(handle))
+    # the unperturbed games, then (steer at 2 alphas + ablate) x (probe, random)
+    assert len(rows) == 1 + 3 * 2
+    assert {(r["kind"], r["direction"]) for r in rows[1:]} == {(k, d) for k in ("steer", "ablate")
+                                                                 for d in ("probe", "random")}
+    assert all(r["score"] not in ("", "nan") for r in rows)
+    steered = [r for r in rows if r["kind"] == "steer"]
+    assert all(float(r["kl"]) >= 0 for r in steered)
+    assert os.path.getsize(os.path.join(out, "intervene.png")) > 1000
+    assert "unperturbed: score" in stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--layer", "conv9", "--label", "ball_y"], "no layer 'conv9'"),
+    (["--layer", "fc", "--label", "player_score"], "no probe of 'player_score'"),
+    (["--layer", "fc", "--label", "ball_y", "--alpha", "up"], "expected a"),
+    (["--layer", "fc", "--label", "ball_y", "--kind", "twist"], "--kind must be one of"),
+])
+def test_bad_intervene_input_is_one_line_and_leaves_earlier_results(collect_dir, tmp_path, capsys, args, message):
+    agent, probes = collect_dir
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "intervene.csv").write_text("earlier results\n")
+    code, _, err = run(["probe", "intervene", agent, "--probes", probes, "--games", "1", "--out", str(out), *args],
+                       capsys)
+    assert code != 0 and message in err and len(err.strip().splitlines()) == 1, err
+    assert (out / "intervene.csv").read_text() == "earlier results\n"
