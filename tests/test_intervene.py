@@ -128,3 +128,57 @@ def test_bad_intervene_input_is_one_line_and_leaves_earlier_results(collect_dir,
                        capsys)
     assert code != 0 and message in err and len(err.strip().splitlines()) == 1, err
     assert (out / "intervene.csv").read_text() == "earlier results\n"
+
+
+def test_ram_edits_move_the_ball_drawn_on_the_next_frame_and_the_built_in_ai_keeps_its_paddle():
+    from pongrl.envs.single import PongGame
+    from pongrl.game import RAM_BALL_X, RAM_BALL_Y, RAM_LEFT_PADDLE_Y
+
+    def drawn(game):
+        ys, xs = np.nonzero(np.all(game.rgb()[34:194] == (236, 236, 236), axis=2))
+        return (int(ys.min()) + 34, int(xs.min())) if len(xs) else None
+
+    game = PongGame(0, noop_max=0)
+    game.reset(0)
+    checked = 0
+    for step in range(1_500):
+        game.step(int(step % 6))
+        ram = game.ale.getRAM()
+        if not (70 <= ram[RAM_BALL_Y] <= 170 and 80 <= ram[RAM_BALL_X] <= 160) or step % 9:
+            continue
+        state = game.ale.cloneState()
+        game.ale.act(game.actions[0])
+        row, column = drawn(game)
+        for byte, delta, expected in ((RAM_BALL_Y, 12, (row + 12, column)), (RAM_BALL_Y, -9, (row - 9, column)),
+                                      (RAM_BALL_X, 7, (row, column + 7))):
+            game.ale.restoreState(state)
+            game.ale.setRAM(byte, int(game.ale.getRAM()[byte]) + delta)
+            game.ale.act(game.actions[0])
+            assert drawn(game) == expected, (byte, delta)
+        game.ale.restoreState(state)
+        game.ale.act(game.actions[0])
+        unedited = int(game.ale.getRAM()[RAM_LEFT_PADDLE_Y])
+        game.ale.restoreState(state)
+        game.ale.setRAM(RAM_LEFT_PADDLE_Y, int(game.ale.getRAM()[RAM_LEFT_PADDLE_Y]) + 25)
+        game.ale.act(game.actions[0])
+        assert abs(int(game.ale.getRAM()[RAM_LEFT_PADDLE_Y]) - unedited) <= 2  # the built-in AI put it back
+        game.ale.restoreState(state)
+        checked += 1
+        if checked == 10:
+            break
+    assert checked == 10
+
+
+def test_counterfactual_moves_write_their_table(collect_dir, tmp_path, capsys):
+    agent, probes = collect_dir
+    out = str(tmp_path / "cf.csv")
+    code, stdout, err = run(["probe", "counterfactual", agent, "--probes", probes, "--layer", "fc", "--move",
+                             "ball_y=+10", "ball_x=-6", "--states", "3", "--out", out], capsys)
+    assert code == 0, err
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["move"], int(r["delta"])) for r in rows] == [("ball_y", 10), ("ball_x", -6)]
+    assert all(int(r["states"]) == 3 and float(r["kl"]) >= 0 for r in rows)
+    code, _, err = run(["probe", "counterfactual", agent, "--probes", probes, "--layer", "fc", "--move",
+                        "paddle=3"], capsys)
+    assert code == 1 and "can move ball_y, ball_x" in err and len(err.strip().splitlines()) == 1

@@ -1,5 +1,5 @@
-"""`pongrl probe collect`, `fit`, `across` and `intervene`: linear probes of what each layer of an agent knows,
-and whether it uses it, with progress bars on a terminal and the warnings a probe's reader needs (an
+"""`pongrl probe collect`, `fit`, `across`, `intervene` and `counterfactual`: linear probes of what each layer
+of an agent knows, and whether it uses it, with progress bars on a terminal and the warnings a probe's reader needs (an
 interrupted collect, test games that repeat train games).
 """
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pongrl.errors import PongrlError
 
 def add_probe(commands) -> None:
     probe = commands.add_parser("probe", help="linear probes of what each layer of an agent knows (RAM ground truth)")
-    steps = probe.add_subparsers(dest="probe_command", metavar="{collect,fit,across,intervene}", required=True)
+    steps = probe.add_subparsers(dest="probe_command", metavar="{collect,fit,across,intervene,counterfactual}",
+                                 required=True)
     collect = steps.add_parser("collect", help="play games and record the RAM labels and every layer's activations")
     collect.add_argument("agents", nargs="+", metavar="AGENT",
                          help=AGENT_HELP + "; the first plays, all record their layers on the same frames")
@@ -76,6 +77,20 @@ def add_probe(commands) -> None:
                            help="play the games under sticky actions P (default 0: the exact protocol, starts drawn)")
     intervene.add_argument("--out", metavar="FOLDER",
                            help="where to write intervene.csv and intervene.png (default DIR/intervene)")
+    world = steps.add_parser("counterfactual", help="move the ball in the emulator's RAM on copies of the agent's game "
+                                                    "states; how do the probe's reading and the agent's policy follow?")
+    world.add_argument("agent", metavar="AGENT", help=AGENT_HELP)
+    world.add_argument("--probes", required=True, metavar="DIR",
+                       help="a folder written by pongrl probe collect that recorded AGENT (the probe is fitted on it)")
+    world.add_argument("--layer", required=True, metavar="L", help="the layer whose probe is read (conv1, ..., fc)")
+    world.add_argument("--label", default="ball_y", metavar="NAME", help="the probe's label (default ball_y)")
+    world.add_argument("--move", nargs="+", default=["ball_y=-10", "ball_y=+10"], metavar="NAME=DELTA",
+                       help="RAM edits: ball_y or ball_x moved by DELTA (default ball_y=-10 ball_y=+10)")
+    world.add_argument("--states", type=positive_int, default=50, help="game states to edit (default 50)")
+    world.add_argument("--steps-after", type=positive_int, default=4,
+                       help="agent steps played after the edit before reading (default 4: a whole new frame stack)")
+    world.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    world.add_argument("--out", metavar="FILE", help="the CSV to write (default DIR/counterfactual.csv)")
 
 
 def _add_allow_small_test(parser) -> None:
@@ -104,7 +119,7 @@ def _warn_repeated_games(out: str, seed: int) -> None:
 
 def cmd_probe(args) -> int:
     return {"collect": _collect, "fit": _fit, "across": _across,
-            "intervene": _intervene}[args.probe_command](args)
+            "intervene": _intervene, "counterfactual": _counterfactual}[args.probe_command](args)
 
 
 def _collect(args) -> int:
@@ -174,4 +189,20 @@ def _intervene(args) -> int:
     for row in rows:
         print(describe(row))
     print(f"{len(rows)} conditions x {args.games} games: {csv_path}, {chart_path}")
+    return 0
+
+
+def _counterfactual(args) -> int:
+    from pongrl.probes.counterfactual import counterfactuals, describe, parse_move, write_results
+
+    moves = [parse_move(text) for text in args.move]
+    out = args.out or os.path.join(args.probes, "counterfactual.csv")
+    if os.path.isdir(out):
+        raise PongrlError(f"--out {out}: a folder, not a file")
+    with _progress(args.states, "state") as bar:
+        rows = counterfactuals(args.agent, args.probes, args.layer, args.label, moves, args.states, args.steps_after,
+                               args.seed, bar.update)
+    for row in rows:
+        print(describe(row))
+    print(f"{len(rows)} moves x {args.states} states: {write_results(rows, out)}")
     return 0
