@@ -9,11 +9,13 @@ exactly that many rows or columns, and the ball flies on from there with its vel
 AI's paddle, is rewritten by the built-in AI every frame (an edit does not hold), so its paddle cannot be moved
 this way; 51, the agent's own paddle, is its own to move.
 
-For each move and state: the shift of the probe's reading (its gain: the shift over the move, 1 when the layer
-tracks the moved ball exactly), the shift of the agent's paddle after the steps (does it follow the moved
-ball?), the KL divergence of the edited game's policy from the unedited one at the last step (a DQN agent's
-policy read as the softmax of its Q-values) and how often its greedy action differs; each with its 95% interval
-over states.
+States where the ball bounces or leaves play in any branch are passed over. For each move and state, two
+branches beside the unedited one: open loop (the unedited branch's actions
+replayed, so that only the ball differs) gives the shift of the probe's reading (its gain: the shift over the
+move, 1 when the layer tracks the moved ball exactly), the KL divergence of the edited game's policy from the
+unedited one at the last step (a DQN agent's policy read as the softmax of its Q-values) and how often its
+greedy action differs; closed loop (the agent acting) gives the shift of the agent's paddle after the steps
+(does it follow the moved ball?); each with its 95% interval over states.
 """
 from __future__ import annotations
 
@@ -61,17 +63,31 @@ def counterfactuals(agent_spec, collect_dir: str, layer: str, label: str, moves:
     observation, step, taken = game.reset(), 0, 0
     found = {move: {"reading": [], "paddle": [], "kl": [], "changed": []} for move in moves}
 
-    def play_on(move) -> tuple[float, int, np.ndarray]:
-        """From the restored state: apply `move`, play `steps_after` agent steps; the probe's reading, the
-        agent's paddle height and its preferences at the end."""
+    def play_on(move, actions: list[int] | None = None) -> tuple[float, int, np.ndarray, list[int], bool]:
+        """From the restored state: apply `move`, play `steps_after` agent steps, the agent choosing them or
+        `actions` replayed; the probe's reading, the agent's paddle height and its preferences at the end, the
+        actions played, and whether the ball flew straight on (in play, no bounce) all the while."""
         if move is not None:
             byte = MOVABLE[move[0]]
             game.ale.setRAM(byte, int(np.clip(int(game.ale.getRAM()[byte]) + move[1], 1, 255)))
-        seen = game.observation()
-        for _ in range(steps_after):
-            seen, *_ = game.step(int(agent.act(seen[None])[0]))
+        seen, played = game.observation(), []
+        path = [game.ale.getRAM()[[RAM_BALL_X, RAM_BALL_Y]].astype(int)]
+        for step_after in range(steps_after):
+            action = int(agent.act(seen[None])[0]) if actions is None else actions[step_after]
+            seen, *_ = game.step(action)
+            played.append(action)
+            path.append(game.ale.getRAM()[[RAM_BALL_X, RAM_BALL_Y]].astype(int))
+        moves_made = np.diff(np.array(path), axis=0)
+        straight = bool(np.all(np.array(path)[:, 1] > 0) and all(
+            len({int(np.sign(v)) for v in moves_made[:, axis] if v}) <= 1 for axis in (0, 1)))
         reading = float(agent.layers(seen[None])[layer][0].astype(np.float64) @ direction.weights)
-        return reading, int(game.ale.getRAM()[RAM_RIGHT_PADDLE_Y]), agent.preferences(seen[None])[0]
+        return (reading, int(game.ale.getRAM()[RAM_RIGHT_PADDLE_Y]), agent.preferences(seen[None])[0], played,
+                straight)
+
+    def branch(move, actions=None):
+        game.ale.restoreState(state)
+        game.views = copy.deepcopy(views)
+        return play_on(move, actions)
 
     while taken < states:
         observation, _, terminated, truncated = game.step(int(agent.act(observation[None])[0]))
@@ -84,21 +100,26 @@ def counterfactuals(agent_spec, collect_dir: str, layer: str, label: str, moves:
                                       and BALL_X_RANGE[0] <= ram[RAM_BALL_X] <= BALL_X_RANGE[1]):
             continue
         state, views = game.ale.cloneState(), copy.deepcopy(game.views)
-        outcomes = {}
-        for move in [None, *moves]:
+        reading, paddle, preferences, actions, straight = branch(None)
+        # Open loop (the unedited branch's actions replayed): only the ball differs, so the reading and the policy
+        # at the end answer to the move alone. Closed loop (the agent acting): where its paddle goes. A state
+        # counts only where the ball flies straight on in every open-loop branch: a bounce or a point inside one
+        # would make the two worlds differ by more than the move.
+        open_loop = {move: branch(move, actions) for move in moves}
+        if not (straight and all(outcome[4] for outcome in open_loop.values())):
             game.ale.restoreState(state)
-            game.views = copy.deepcopy(views)
-            outcomes[move] = play_on(move)
-        game.ale.restoreState(state)
-        game.views = views
-        reading, paddle, preferences = outcomes[None]
+            game.views = views
+            continue
         for move in moves:
-            moved_reading, moved_paddle, moved_preferences = outcomes[move]
+            moved_reading, _, moved_preferences, _, _ = open_loop[move]
+            _, moved_paddle, *_ = branch(move)
             p, q = policy(moved_preferences[None])[0], policy(preferences[None])[0]
             found[move]["reading"].append(moved_reading - reading)
             found[move]["paddle"].append(moved_paddle - paddle)
             found[move]["kl"].append(float(np.sum(p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-300))))))
             found[move]["changed"].append(float(moved_preferences.argmax() != preferences.argmax()))
+        game.ale.restoreState(state)
+        game.views = views
         taken += 1
         if progress:
             progress(1)
