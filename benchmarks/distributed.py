@@ -7,6 +7,7 @@ Each case trains a fresh run for `--steps` env steps (after one warm-up update t
 and reports steps/s from the run's own metrics.csv (wall clock between the first and the last row).
 With P processes each gets 1/P of the envs and `cores / P` torch threads.
 """
+
 import argparse
 import csv
 import os
@@ -18,13 +19,36 @@ import tempfile
 def measure(processes: int, args) -> float:
     run_dir = tempfile.mkdtemp(prefix=f"ddp-{processes}-")
     threads = max(1, (os.cpu_count() or 1) // processes)
-    launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
-                if processes > 1 else [sys.executable])
+    launcher = (
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+        if processes > 1
+        else [sys.executable]
+    )
     per_update = args.num_envs * args.num_steps
-    command = [*launcher, "-m", "pongrl", "train", args.algo, "--run-dir", os.path.join(run_dir, "run"), "--force",
-               "--total-steps", str(args.steps + per_update), "--num-envs", str(args.num_envs),
-               "--num-steps", str(args.num_steps), "--log-every", str(per_update), "--eval-every", "0",
-               "--checkpoint-every", str(10 * (args.steps + per_update)), "--torch-threads", str(threads)]
+    command = [
+        *launcher,
+        "-m",
+        "pongrl",
+        "train",
+        args.algo,
+        "--run-dir",
+        os.path.join(run_dir, "run"),
+        "--force",
+        "--total-steps",
+        str(args.steps + per_update),
+        "--num-envs",
+        str(args.num_envs),
+        "--num-steps",
+        str(args.num_steps),
+        "--log-every",
+        str(per_update),
+        "--eval-every",
+        "0",
+        "--checkpoint-every",
+        str(10 * (args.steps + per_update)),
+        "--torch-threads",
+        str(threads),
+    ]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(run_dir, "run", "metrics.csv")) as handle:
         rows = list(csv.DictReader(handle))
@@ -49,8 +73,10 @@ def main():
         for processes in args.processes:
             results[processes].append(measure(processes, args))
     base = statistics.median(results[args.processes[0]])
-    print(f"{args.algo}, {args.num_envs} envs x {args.num_steps} steps, {os.cpu_count()} cores, "
-          f"{args.steps} timed env steps")
+    print(
+        f"{args.algo}, {args.num_envs} envs x {args.num_steps} steps, {os.cpu_count()} cores, "
+        f"{args.steps} timed env steps"
+    )
     print("| processes | steps/s (median) | runs | speed-up |")
     print("|---:|---:|---|---:|")
     for processes, values in results.items():

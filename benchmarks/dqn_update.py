@@ -6,6 +6,7 @@ Prints milliseconds per phase of one gradient step of the default preset (double
 real FrameReplayBuffer or the prioritized one with its priority updates, and the write of one vector
 step), then the time of one Adam step for torch's optimizer implementations.
 """
+
 import argparse
 import time
 
@@ -18,8 +19,11 @@ from pongrl.nets import QNetwork
 
 
 def phases(args) -> None:
-    config = make_config("dqn", "default", dict(buffer_size=args.buffer_size, batch_size=args.batch_size,
-                                                prioritized_replay=args.prioritized_replay))
+    config = make_config(
+        "dqn",
+        "default",
+        dict(buffer_size=args.buffer_size, batch_size=args.batch_size, prioritized_replay=args.prioritized_replay),
+    )
     state = DQNState(config, torch.device("cpu"))
     rng = np.random.default_rng(0)
     for _ in range(args.buffer_size // 4 + 100):
@@ -50,8 +54,9 @@ def phases(args) -> None:
             t = lap("target forward", t)
             next_q_online = state.q_network(next_obs)
             t = lap("online forward on next obs", t)
-            targets = td_targets(torch.from_numpy(batch["returns"]), torch.from_numpy(batch["discounts"]),
-                                 next_q_target, next_q_online)
+            targets = td_targets(
+                torch.from_numpy(batch["returns"]), torch.from_numpy(batch["discounts"]), next_q_target, next_q_online
+            )
         q_taken = state.q_network(obs).gather(1, actions[:, None]).squeeze(1)
         t = lap("online forward", t)
         loss = td_loss(q_taken, targets, "huber")

@@ -10,6 +10,7 @@
 A step moves every game one agent step, so it is 2 * G agent steps (both paddles); the last line
 printed is `agent steps/s: X`. Creating the envs and a short warm-up are not timed.
 """
+
 import argparse
 import time
 
@@ -38,7 +39,7 @@ class ParallelEnvs:
         for g, env in enumerate(self.envs):
             env.step({agent: actions[2 * g + i] for i, agent in enumerate(PLAYERS)})
             if not env.agents:
-                ended[2 * g:2 * g + 2] = True
+                ended[2 * g : 2 * g + 2] = True
                 env.reset()
         return None, None, None, None, ({"_episode": ended} if ended.any() else {})
 
@@ -75,8 +76,10 @@ def main():
     elapsed = time.perf_counter() - started
     env.close()
     agent_steps = args.steps * env.num_agents
-    print(f"env: {args.env}, games: {args.games}, threads: {args.threads}, steps: {args.steps}, "
-          f"games finished: {episodes}, seconds: {elapsed:.2f}")
+    print(
+        f"env: {args.env}, games: {args.games}, threads: {args.threads}, steps: {args.steps}, "
+        f"games finished: {episodes}, seconds: {elapsed:.2f}"
+    )
     print(f"game steps/s: {args.steps * args.games / elapsed:,.0f}")
     print(f"agent steps/s: {agent_steps / elapsed:,.0f}")
 

@@ -12,6 +12,7 @@ steps here) and checkpoint writes (frequent here on purpose). After every kill i
   than one log interval (plus one iteration);
 and at the end that the run reached its total step count. It prints kills survived / kills tried.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,13 +29,56 @@ import time
 from pongrl.checkpoint import list_checkpoints, load_checkpoint, read_latest
 
 SETTINGS = {
-    "dqn": dict(total=3_000, log_every=50, step=2, flags=[
-        "--num-envs", "2", "--buffer-size", "5000", "--learning-starts", "200", "--batch-size", "16",
-        "--checkpoint-every", "100", "--log-every", "50", "--eval-every", "600", "--eval-episodes", "1",
-        "--epsilon-decay-steps", "2000", "--torch-threads", "1"]),
-    "selfplay": dict(total=8_192, log_every=256, step=256, flags=[
-        "--num-envs", "4", "--num-steps", "64", "--num-checkpoints", "3", "--checkpoint-every", "256",
-        "--log-every", "256", "--eval-every", "2048", "--eval-episodes", "1", "--torch-threads", "1"]),
+    "dqn": dict(
+        total=3_000,
+        log_every=50,
+        step=2,
+        flags=[
+            "--num-envs",
+            "2",
+            "--buffer-size",
+            "5000",
+            "--learning-starts",
+            "200",
+            "--batch-size",
+            "16",
+            "--checkpoint-every",
+            "100",
+            "--log-every",
+            "50",
+            "--eval-every",
+            "600",
+            "--eval-episodes",
+            "1",
+            "--epsilon-decay-steps",
+            "2000",
+            "--torch-threads",
+            "1",
+        ],
+    ),
+    "selfplay": dict(
+        total=8_192,
+        log_every=256,
+        step=256,
+        flags=[
+            "--num-envs",
+            "4",
+            "--num-steps",
+            "64",
+            "--num-checkpoints",
+            "3",
+            "--checkpoint-every",
+            "256",
+            "--log-every",
+            "256",
+            "--eval-every",
+            "2048",
+            "--eval-episodes",
+            "1",
+            "--torch-threads",
+            "1",
+        ],
+    ),
 }
 
 
@@ -75,8 +119,19 @@ def soak(algo: str, kills: int, seed: int, keep: bool) -> tuple[int, int]:
     started = time.time()
     while True:
         if read_latest(os.path.join(run_dir, "checkpoints")) is None:
-            command = [sys.executable, "-m", "pongrl", "train", algo, "--run-dir", run_dir, "--force",
-                       "--total-steps", str(settings["total"]), *settings["flags"]]
+            command = [
+                sys.executable,
+                "-m",
+                "pongrl",
+                "train",
+                algo,
+                "--run-dir",
+                run_dir,
+                "--force",
+                "--total-steps",
+                str(settings["total"]),
+                *settings["flags"],
+            ]
         else:
             command = [sys.executable, "-m", "pongrl", "resume", run_dir]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -87,13 +142,19 @@ def soak(algo: str, kills: int, seed: int, keep: bool) -> tuple[int, int]:
                 process.send_signal(signal.SIGKILL)
                 process.wait()
                 tried += 1
-                leftovers = sum(f.startswith(".tmp") for f in os.listdir(os.path.join(run_dir, "checkpoints"))) \
-                    if os.path.isdir(os.path.join(run_dir, "checkpoints")) else 0
+                leftovers = (
+                    sum(f.startswith(".tmp") for f in os.listdir(os.path.join(run_dir, "checkpoints")))
+                    if os.path.isdir(os.path.join(run_dir, "checkpoints"))
+                    else 0
+                )
                 problems = check(run_dir, settings["log_every"], settings["step"], after_resume=False)
                 survived += not problems
                 latest = read_latest(os.path.join(run_dir, "checkpoints"))
-                print(f"{algo} kill {tried:2d}: latest {latest}, temp files left {leftovers}"
-                      + ("" if not problems else "; PROBLEMS: " + "; ".join(problems)), flush=True)
+                print(
+                    f"{algo} kill {tried:2d}: latest {latest}, temp files left {leftovers}"
+                    + ("" if not problems else "; PROBLEMS: " + "; ".join(problems)),
+                    flush=True,
+                )
                 continue
         else:
             process.wait()
@@ -104,8 +165,10 @@ def soak(algo: str, kills: int, seed: int, keep: bool) -> tuple[int, int]:
         checkpoints = os.path.join(run_dir, "checkpoints")
         payload = load_checkpoint(os.path.join(checkpoints, read_latest(checkpoints) + ".pt"))
         reached = int(payload["env_step"]) >= settings["total"]
-        print(f"{algo}: finished at step {payload['env_step']} of {settings['total']} after {tried} kills "
-              f"in {time.time() - started:.0f} s" + ("" if not problems else "; PROBLEMS: " + "; ".join(problems)))
+        print(
+            f"{algo}: finished at step {payload['env_step']} of {settings['total']} after {tried} kills "
+            f"in {time.time() - started:.0f} s" + ("" if not problems else "; PROBLEMS: " + "; ".join(problems))
+        )
         if problems or not reached:
             survived = min(survived, tried - 1)
         break

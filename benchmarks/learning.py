@@ -12,6 +12,7 @@ may change, such as --torch-threads).
 A run directory that already holds a run is resumed (the curve is spliced on), so the benchmark can
 run over several sessions. The chart and a Markdown table of the evaluations are the output.
 """
+
 import argparse
 import os
 import signal
@@ -21,13 +22,30 @@ import sys
 import numpy as np
 
 
-def train_command(run_dir: str, algo: str, preset: str, total_steps: int, eval_every: int,
-                  extra: list[str]) -> list[str]:
+def train_command(
+    run_dir: str, algo: str, preset: str, total_steps: int, eval_every: int, extra: list[str]
+) -> list[str]:
     """`pongrl train` for a new run directory, `pongrl resume` for one that holds a run."""
     if os.path.exists(os.path.join(run_dir, "config.yaml")):
         return [sys.executable, "-m", "pongrl", "resume", run_dir, "--total-steps", str(total_steps), *extra]
-    return [sys.executable, "-m", "pongrl", "train", algo, "--preset", preset, "--run-dir", run_dir,
-            "--total-steps", str(total_steps), "--eval-every", str(eval_every), "--eval-episodes", "10", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "pongrl",
+        "train",
+        algo,
+        "--preset",
+        preset,
+        "--run-dir",
+        run_dir,
+        "--total-steps",
+        str(total_steps),
+        "--eval-every",
+        str(eval_every),
+        "--eval-episodes",
+        "10",
+        *extra,
+    ]
 
 
 def train(args) -> None:
@@ -90,12 +108,18 @@ def report(args) -> None:
         hours = curve["training_hours"] if use_training_hours else curve["hours"]
         sampled = ~np.isnan(curve["sampled_mean"])
         for axis, x in ((axes[0], curve["steps"] / 1e6), (axes[1], hours)):
-            line, = axis.plot(x, curve["mean"], "o-", label=curve["name"] + (" (greedy)" if sampled.any() else ""))
-            axis.fill_between(x, curve["mean"] - curve["std"], curve["mean"] + curve["std"], alpha=0.15,
-                              color=line.get_color())
+            (line,) = axis.plot(x, curve["mean"], "o-", label=curve["name"] + (" (greedy)" if sampled.any() else ""))
+            axis.fill_between(
+                x, curve["mean"] - curve["std"], curve["mean"] + curve["std"], alpha=0.15, color=line.get_color()
+            )
             if sampled.any():
-                axis.plot(x[sampled], curve["sampled_mean"][sampled], "^--", color=line.get_color(),
-                          label=f"{curve['name']} (actions sampled from the policy)")
+                axis.plot(
+                    x[sampled],
+                    curve["sampled_mean"][sampled],
+                    "^--",
+                    color=line.get_color(),
+                    label=f"{curve['name']} (actions sampled from the policy)",
+                )
     # The issues' targets: +18 against the built-in AI for DQN and PPO; self-play is to beat it on average.
     self_play = all(c["self_play"] for c in curves)
     target, target_label = (0, "beats the built-in AI above 0") if self_play else (18, "target +18")
@@ -128,8 +152,9 @@ def print_table(curve: dict) -> None:
     columns.append([f"{m:+.1f} +- {d:.1f}" for m, d in zip(curve["mean"], curve["std"])])
     if not np.isnan(curve["sampled_mean"]).all():
         headers.append("eval return, sampled actions")
-        columns.append(["" if np.isnan(m) else f"{m:+.1f} +- {d:.1f}"
-                        for m, d in zip(curve["sampled_mean"], curve["sampled_std"])])
+        columns.append(
+            ["" if np.isnan(m) else f"{m:+.1f} +- {d:.1f}" for m, d in zip(curve["sampled_mean"], curve["sampled_std"])]
+        )
     print("| " + " | ".join(headers) + " |")
     print("|" + "---:|" * len(headers))
     for cells in zip(*columns):
@@ -145,12 +170,17 @@ def main():
     parser.add_argument("--eval-every", type=int, default=50_000)
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out", default=None, help="chart path (default RUN/plots/learning.png)")
-    parser.add_argument("--compare", nargs="+", default=[], metavar="RUN",
-                        help="other runs drawn beside this one in the chart (time then excludes evaluations)")
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        default=[],
+        metavar="RUN",
+        help="other runs drawn beside this one in the chart (time then excludes evaluations)",
+    )
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
-    args.extra = argv[split + 1:]
+    args.extra = argv[split + 1 :]
     args.out = args.out or os.path.join(args.run_dir, "plots", "learning.png")
     if not args.report_only:
         train(args)

@@ -13,6 +13,7 @@ envs. RSS of the training process (and its children) is sampled every `--every` 
 is the first `--warmup` fraction of the time. Prints the samples, then the growth from the end of
 the warm-up to the end (target: under 5%).
 """
+
 import argparse
 import os
 import signal
@@ -22,8 +23,18 @@ import tempfile
 import time
 
 FLAGS = {
-    "dqn": ["--buffer-size", "20000", "--learning-starts", "2000", "--checkpoint-every", "20000",
-            "--eval-every", "50000", "--eval-episodes", "2"],
+    "dqn": [
+        "--buffer-size",
+        "20000",
+        "--learning-starts",
+        "2000",
+        "--checkpoint-every",
+        "20000",
+        "--eval-every",
+        "50000",
+        "--eval-episodes",
+        "2",
+    ],
     "selfplay": ["--num-envs", "8", "--checkpoint-every", "50000", "--eval-every", "100000", "--eval-episodes", "2"],
 }
 
@@ -74,8 +85,20 @@ def main():
         process = Watched(args.pid)
     else:
         run_dir = os.path.join(tempfile.mkdtemp(prefix="memory-soak-"), "run")
-        command = [sys.executable, "-m", "pongrl", "train", args.algo, "--run-dir", run_dir,
-                   "--total-steps", "100000000", "--torch-threads", str(args.torch_threads), *FLAGS[args.algo]]
+        command = [
+            sys.executable,
+            "-m",
+            "pongrl",
+            "train",
+            args.algo,
+            "--run-dir",
+            run_dir,
+            "--total-steps",
+            "100000000",
+            "--torch-threads",
+            str(args.torch_threads),
+            *FLAGS[args.algo],
+        ]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # A SIGTERM to the soak must not orphan the training process: turn it into an exit that runs `finally`.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -99,10 +122,12 @@ def main():
     # halves of the steady window tell whether the envelope rises.
     half = len(steady) // 2
     envelope = (max(steady[half:]) - max(steady[:half])) / max(steady[:half]) * 100
-    print(f"{args.algo}: RSS after warm-up {steady[0] / 1024:.1f} MiB, at the end {steady[-1] / 1024:.1f} MiB "
-          f"({growth:+.2f}%); peak of the first half of the steady window {max(steady[:half]) / 1024:.1f} MiB, of the "
-          f"second half {max(steady[half:]) / 1024:.1f} MiB ({envelope:+.2f}%), over "
-          f"{(samples[-1][0] - args.warmup * args.minutes * 60) / 60:.0f} min")
+    print(
+        f"{args.algo}: RSS after warm-up {steady[0] / 1024:.1f} MiB, at the end {steady[-1] / 1024:.1f} MiB "
+        f"({growth:+.2f}%); peak of the first half of the steady window {max(steady[:half]) / 1024:.1f} MiB, of the "
+        f"second half {max(steady[half:]) / 1024:.1f} MiB ({envelope:+.2f}%), over "
+        f"{(samples[-1][0] - args.warmup * args.minutes * 60) / 60:.0f} min"
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ scale, and a large float32 matrix product as the cores' practical ceiling. FLOPs
 FlopCounterMode on the real step. Prints samples/s and GFLOP/s per variant, pongrl's fraction of the best
 shared-torso variant, and that variant's fraction of the ceiling.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,10 +28,14 @@ from pongrl.nets import ActorCritic
 
 
 def make_batch(size: int, generator: torch.Generator) -> dict:
-    return {"obs": torch.randint(0, 256, (size, 84, 84, 4), dtype=torch.uint8, generator=generator),
-            "actions": torch.randint(0, 6, (size,), generator=generator),
-            "logprobs": torch.full((size,), -1.79), "advantages": torch.randn(size, generator=generator),
-            "returns": torch.randn(size, generator=generator), "values": torch.randn(size, generator=generator)}
+    return {
+        "obs": torch.randint(0, 256, (size, 84, 84, 4), dtype=torch.uint8, generator=generator),
+        "actions": torch.randint(0, 6, (size,), generator=generator),
+        "logprobs": torch.full((size,), -1.79),
+        "advantages": torch.randn(size, generator=generator),
+        "returns": torch.randn(size, generator=generator),
+        "values": torch.randn(size, generator=generator),
+    }
 
 
 def make_step(agent, optimizer, config, nchw: bool):
@@ -42,8 +47,16 @@ def make_step(agent, optimizer, config, nchw: bool):
             obs = obs.permute(0, 3, 1, 2).contiguous().permute(0, 2, 3, 1)
         logits, new_value = agent(obs)
         distribution = torch.distributions.Categorical(logits=logits)
-        losses = ppo_losses(distribution.log_prob(batch["actions"]), batch["logprobs"], batch["advantages"],
-                            new_value, batch["values"], batch["returns"], distribution.entropy(), config)
+        losses = ppo_losses(
+            distribution.log_prob(batch["actions"]),
+            batch["logprobs"],
+            batch["advantages"],
+            new_value,
+            batch["values"],
+            batch["returns"],
+            distribution.entropy(),
+            config,
+        )
         optimizer.zero_grad(set_to_none=True)
         losses["loss"].backward()
         torch.nn.utils.clip_grad_norm_(agent.parameters(), config.max_grad_norm)
@@ -79,7 +92,7 @@ def matmul_ceiling(seconds: float) -> float:
     while time.perf_counter() - started < seconds:
         a @ b
         done += 1
-    return done * 2 * 2048 ** 3 / (time.perf_counter() - started) / 1e9
+    return done * 2 * 2048**3 / (time.perf_counter() - started) / 1e9
 
 
 def main() -> None:
@@ -93,30 +106,43 @@ def main() -> None:
     threads = torch.get_num_threads()
     config = make_config("ppo", "zoo", {})
     batch = make_batch(args.minibatch, torch.Generator().manual_seed(0))
-    variants = [("pongrl (channels_last view, fused Adam)", dict(nchw=False, fused=True, threads=threads)),
-                ("NCHW input copy, fused Adam", dict(nchw=True, fused=True, threads=threads)),
-                ("channels_last view, torch's default Adam", dict(nchw=False, fused=False, threads=threads)),
-                ("pongrl, 1 thread", dict(nchw=False, fused=True, threads=1)),
-                ("pongrl --precision bfloat16 (bf16 torso)", dict(nchw=False, fused=True, threads=threads,
-                                                                  precision="bfloat16")),
-                ("separate torsos (the seed's network), as pongrl", dict(nchw=False, fused=True, threads=threads,
-                                                                          separate=True)),
-                ("--network small (Mnih et al. 2013), as pongrl", dict(nchw=False, fused=True, threads=threads,
-                                                                       small=True))]
+    variants = [
+        ("pongrl (channels_last view, fused Adam)", dict(nchw=False, fused=True, threads=threads)),
+        ("NCHW input copy, fused Adam", dict(nchw=True, fused=True, threads=threads)),
+        ("channels_last view, torch's default Adam", dict(nchw=False, fused=False, threads=threads)),
+        ("pongrl, 1 thread", dict(nchw=False, fused=True, threads=1)),
+        (
+            "pongrl --precision bfloat16 (bf16 torso)",
+            dict(nchw=False, fused=True, threads=threads, precision="bfloat16"),
+        ),
+        (
+            "separate torsos (the seed's network), as pongrl",
+            dict(nchw=False, fused=True, threads=threads, separate=True),
+        ),
+        ("--network small (Mnih et al. 2013), as pongrl", dict(nchw=False, fused=True, threads=threads, small=True)),
+    ]
     if args.compile:
         variants.append(("pongrl + torch.compile(agent)", dict(nchw=False, fused=True, threads=threads, compile=True)))
 
-    print(f"PPO minibatch step, minibatch {args.minibatch}, torch {torch.__version__}, {platform.machine()}, "
-          f"{threads} threads, medians of {args.repeats} interleaved rounds of {args.seconds:g} s")
+    print(
+        f"PPO minibatch step, minibatch {args.minibatch}, torch {torch.__version__}, {platform.machine()}, "
+        f"{threads} threads, medians of {args.repeats} interleaved rounds of {args.seconds:g} s"
+    )
     steps, flops = {}, {}
     for name, options in variants:
         torch.set_num_threads(options["threads"])
         torch.manual_seed(0)
-        agent = ActorCritic(6, share_network=not options.get("separate"),
-                            network="small" if options.get("small") else "nature",
-                            precision=options.get("precision", "float32"))
-        optimizer = (make_adam(agent.parameters(), 2.5e-4, 1e-5) if options["fused"]
-                     else torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5))
+        agent = ActorCritic(
+            6,
+            share_network=not options.get("separate"),
+            network="small" if options.get("small") else "nature",
+            precision=options.get("precision", "float32"),
+        )
+        optimizer = (
+            make_adam(agent.parameters(), 2.5e-4, 1e-5)
+            if options["fused"]
+            else torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5)
+        )
         if options.get("compile"):
             started = time.perf_counter()
             agent = torch.compile(agent)
@@ -132,12 +158,17 @@ def main() -> None:
     torch.set_num_threads(threads)
     median = {name: statistics.median(values) for name, values in rates.items()}
     for name, _ in variants:
-        print(f"  {name:50s} {median[name]:8.1f} samples/s  {median[name] * flops[name] / 1e9:6.1f} GFLOP/s  "
-              f"({flops[name] / 1e6:.1f} MFLOP per sample; runs {', '.join(f'{r:.0f}' for r in rates[name])})")
+        print(
+            f"  {name:50s} {median[name]:8.1f} samples/s  {median[name] * flops[name] / 1e9:6.1f} GFLOP/s  "
+            f"({flops[name] / 1e6:.1f} MFLOP per sample; runs {', '.join(f'{r:.0f}' for r in rates[name])})"
+        )
     ceiling = matmul_ceiling(args.seconds)
     # the best of the variants that do the same arithmetic as pongrl's (the same network, in float32)
-    shared = {name: rate for name, rate in median.items() if not any(
-        dict(variants)[name].get(key) for key in ("separate", "small", "precision"))}
+    shared = {
+        name: rate
+        for name, rate in median.items()
+        if not any(dict(variants)[name].get(key) for key in ("separate", "small", "precision"))
+    }
     best_name = max(shared, key=shared.get)
     print(f"  {'float32 matmul 2048^3 (ceiling)':50s} {'':8s}             {ceiling:6.1f} GFLOP/s")
     print(f"pongrl / best shared-torso variant ({best_name}): {median[variants[0][0]] / shared[best_name]:.2f}")

@@ -8,6 +8,7 @@ chromium and chromium-driver, through Selenium), and in a person game taps the a
 second over the whole game, the time from a key message's arrival to the emulator frame that plays it,
 and from the page sending it to its arrival (both clocks are this machine's); and the page's own frame rate.
 """
+
 import argparse
 import json
 import shutil
@@ -42,8 +43,15 @@ def main():
         for _ in range(args.pages):
             options = webdriver.ChromeOptions()
             options.binary_location = shutil.which("chromium")
-            for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                         "--disable-background-networking", "--disable-component-update", "--disable-sync"):
+            for flag in (
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ):
                 options.add_argument(flag)
             browser = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
             browser.get(url)
@@ -64,14 +72,18 @@ def main():
             browser.quit()
         server.terminate()
         server.wait()
-    print(f"agent {args.agent} vs {args.opponent or 'a person (keys tapped by the script)'}; {args.pages} page(s), "
-          f"{args.seconds:g} s")
+    print(
+        f"agent {args.agent} vs {args.opponent or 'a person (keys tapped by the script)'}; {args.pages} page(s), "
+        f"{args.seconds:g} s"
+    )
     for game, fps in zip(stats["games"], page_fps):
         latency, delivery = game["key_latency_ms"], game["delivery_ms"]
-        print(f"game {game['id']}: {game['frames']} frames, {game['fps']:.2f} frames/s at the server, {fps} on the "
-              f"page (its last second); key arrival -> emulator frame: median {latency['median']} ms, p95 "
-              f"{latency['p95']} ms, max {latency['max']} ms over {latency['count']} key events; page -> server: "
-              f"median {delivery['median']} ms, max {delivery['max']} ms")
+        print(
+            f"game {game['id']}: {game['frames']} frames, {game['fps']:.2f} frames/s at the server, {fps} on the "
+            f"page (its last second); key arrival -> emulator frame: median {latency['median']} ms, p95 "
+            f"{latency['p95']} ms, max {latency['max']} ms over {latency['count']} key events; page -> server: "
+            f"median {delivery['median']} ms, max {delivery['max']} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ and weighted F1 of the labels with few values (the classifiers of the positions 
 28,224 x 200 softmax per label on the whole input; `probe across` leaves them out too), each with its
 shuffled-label control, and the seconds of each fit. The collect goes to --work, removed at the end.
 """
+
 import argparse
 import shutil
 import sys
@@ -45,10 +46,13 @@ def main():
         sys.exit(f"probe_projection.py: {error}")
     if repeated_test_games(data, train, test):
         print("warning: a test game repeats a train game frame for frame: the probes leak")
-    print(f"{data.frames:,} frames in {len(data.games)} games ({len(test)} test games), collected whole in "
-          f"{time.perf_counter() - started:.0f} s; agent {data.settings['agents'][0]['name']}")
-    print("| layer | width | label | metric | whole layer (control) | projection to 1024 (control) | "
-          "whole - projection |")
+    print(
+        f"{data.frames:,} frames in {len(data.games)} games ({len(test)} test games), collected whole in "
+        f"{time.perf_counter() - started:.0f} s; agent {data.settings['agents'][0]['name']}"
+    )
+    print(
+        "| layer | width | label | metric | whole layer (control) | projection to 1024 (control) | whole - projection |"
+    )
     print("|---|---:|---|---|---:|---:|---:|")
     timings = []
     for layer in data.layers[0]:
@@ -58,23 +62,41 @@ def main():
         if matrix is None:
             continue
         fits = {}
-        for name, (x_train, x_test) in (("whole", (whole_train, whole_test)),
-                                        ("projection", ((torch.from_numpy(whole_train) @ matrix).numpy(),
-                                                        (torch.from_numpy(whole_test) @ matrix).numpy()))):
+        for name, (x_train, x_test) in (
+            ("whole", (whole_train, whole_test)),
+            (
+                "projection",
+                ((torch.from_numpy(whole_train) @ matrix).numpy(), (torch.from_numpy(whole_test) @ matrix).numpy()),
+            ),
+        ):
             x_train, x_test = _standardize(x_train, x_test)
             clock = time.perf_counter()
-            fits[name] = {(row["label"], row["metric"]): row for row in
-                          probe_layer(x_train, x_test, y_train, y_test, shuffle, list(LABELS), classify_scales=False,
-                                                      validation=validation)}
-            timings.append((layer, whole_train.shape[1] if name == "whole" else matrix.shape[1],
-                            time.perf_counter() - clock))
+            fits[name] = {
+                (row["label"], row["metric"]): row
+                for row in probe_layer(
+                    x_train,
+                    x_test,
+                    y_train,
+                    y_test,
+                    shuffle,
+                    list(LABELS),
+                    classify_scales=False,
+                    validation=validation,
+                )
+            }
+            timings.append(
+                (layer, whole_train.shape[1] if name == "whole" else matrix.shape[1], time.perf_counter() - clock)
+            )
         for key, whole in fits["whole"].items():
             projected = fits["projection"][key]
             if np.isnan(whole["score"]) or key[0] in ("player_x", "enemy_x"):  # constants say nothing
                 continue
-            print(f"| {layer} | {whole_train.shape[1]} | {key[0]} | {key[1]} | {whole['score']:.3f} "
-                  f"({whole['control']:.2f}) | {projected['score']:.3f} ({projected['control']:.2f}) | "
-                  f"{whole['score'] - projected['score']:+.3f} |", flush=True)
+            print(
+                f"| {layer} | {whole_train.shape[1]} | {key[0]} | {key[1]} | {whole['score']:.3f} "
+                f"({whole['control']:.2f}) | {projected['score']:.3f} ({projected['control']:.2f}) | "
+                f"{whole['score'] - projected['score']:+.3f} |",
+                flush=True,
+            )
         del whole_train, whole_test
     print()
     print("| layer | features | fit s (ridge + classifiers, with controls) |")

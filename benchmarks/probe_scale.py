@@ -8,6 +8,7 @@ time with the functions `pongrl probe fit` uses, printing the seconds of each ri
 labels at once, and its shuffled control) and of each label's classifier (and its control), and the
 process's peak resident memory. The copies go to --work, which is removed at the end.
 """
+
 import argparse
 import os
 import resource
@@ -52,22 +53,31 @@ def main():
                 break
     data = ProbeData(args.work)
     train, test, y_train, y_test, shuffle, validation = split_labels(data, list(LABELS))
-    print(f"{data.frames:,} frames in {len(data.games)} games ({len(test)} test games); agent "
-          f"{data.settings['agents'][args.agent]['name']}")
-    print(f"| layer | width | read + standardize s | all probes, {len(LABELS)} labels (+ controls) s | "
-          "per (layer, label) s | peak RSS GiB |")
+    print(
+        f"{data.frames:,} frames in {len(data.games)} games ({len(test)} test games); agent "
+        f"{data.settings['agents'][args.agent]['name']}"
+    )
+    print(
+        f"| layer | width | read + standardize s | all probes, {len(LABELS)} labels (+ controls) s | "
+        "per (layer, label) s | peak RSS GiB |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for layer in data.layers[args.agent]:
         started = time.perf_counter()
-        x_train, x_test = _standardize(data.read(f"agents/{args.agent}/{layer}", train).astype(np.float32),
-                                       data.read(f"agents/{args.agent}/{layer}", test).astype(np.float32))
+        x_train, x_test = _standardize(
+            data.read(f"agents/{args.agent}/{layer}", train).astype(np.float32),
+            data.read(f"agents/{args.agent}/{layer}", test).astype(np.float32),
+        )
         read_seconds = time.perf_counter() - started
         started = time.perf_counter()
         probe_layer(x_train, x_test, y_train, y_test, shuffle, list(LABELS), validation=validation)
         fit_seconds = time.perf_counter() - started
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-        print(f"| {layer} | {x_train.shape[1]} | {read_seconds:.1f} | "
-              f"{fit_seconds:.1f} | {fit_seconds / len(LABELS):.1f} | {peak:.2f} |", flush=True)
+        print(
+            f"| {layer} | {x_train.shape[1]} | {read_seconds:.1f} | "
+            f"{fit_seconds:.1f} | {fit_seconds / len(LABELS):.1f} | {peak:.2f} |",
+            flush=True,
+        )
         del x_train, x_test
     shutil.rmtree(args.work, ignore_errors=True)
 

@@ -1,7 +1,8 @@
 """Memory of a full replay buffer: peak RSS of a process that fills it, minus the same process before.
 
-    python benchmarks/replay_memory.py [--capacity 100000] [--num-envs 4]
+python benchmarks/replay_memory.py [--capacity 100000] [--num-envs 4]
 """
+
 import argparse
 import resource
 import time
@@ -31,8 +32,14 @@ def main():
     steps = args.capacity // args.num_envs + 100  # wraps around: every slot written at least once
     for t in range(steps):
         ended = rng.random(args.num_envs) < 1 / 900  # a Pong game lasts ~900 steps early in training
-        buffer.add(obs[t % 64], rng.integers(0, 6, args.num_envs), np.zeros(args.num_envs), ended,
-                   np.zeros(args.num_envs, bool), final_obs)
+        buffer.add(
+            obs[t % 64],
+            rng.integers(0, 6, args.num_envs),
+            np.zeros(args.num_envs),
+            ended,
+            np.zeros(args.num_envs, bool),
+            final_obs,
+        )
     batch = buffer.sample(32, rng)
     assert batch["obs"].shape == (32, 4, 84, 84)
     after = peak_rss_bytes()

@@ -14,6 +14,7 @@ stop; draws both curves.
 A resume cannot be bit-identical (the games in progress cannot be saved, see docs/reliability.md), so
 "the same curve" can only mean: no further from the reference than another seed is.
 """
+
 import argparse
 import os
 import sys
@@ -35,10 +36,17 @@ def load(run_dir: str) -> dict:
     if np.any(np.diff(steps) <= 0):
         sys.exit(f"{run_dir}: metrics.csv steps are not strictly increasing (a bad splice)")
     train = [(int(r["env_step"]), float(r["average_return"])) for r in rows if r.get("average_return")]
-    evals = {int(r["env_step"]): (float(r["eval_mean_return"]), float(r["eval_std_return"]))
-             for r in rows if r.get("eval_mean_return")}
-    return {"train_steps": np.array([s for s, _ in train]), "train_return": np.array([v for _, v in train]),
-            "evals": evals, "last_step": int(steps[-1]) if len(steps) else 0}
+    evals = {
+        int(r["env_step"]): (float(r["eval_mean_return"]), float(r["eval_std_return"]))
+        for r in rows
+        if r.get("eval_mean_return")
+    }
+    return {
+        "train_steps": np.array([s for s, _ in train]),
+        "train_return": np.array([v for _, v in train]),
+        "evals": evals,
+        "last_step": int(steps[-1]) if len(steps) else 0,
+    }
 
 
 def first_reaching(run: dict, level: float) -> int | None:
@@ -73,24 +81,33 @@ def main():
 
     # Every run is compared over the same window, the steps that all of them have reached.
     until = min([args.until] + [run["last_step"] for run in runs])
-    print("| run | last step | " + " | ".join(f"training return first >= {m:+.0f}" for m in MILESTONES)
-          + f" | mean abs. distance from the first run, (0, {args.split:,}] | same, ({args.split:,}, {until:,}] |")
+    print(
+        "| run | last step | "
+        + " | ".join(f"training return first >= {m:+.0f}" for m in MILESTONES)
+        + f" | mean abs. distance from the first run, (0, {args.split:,}] | same, ({args.split:,}, {until:,}] |"
+    )
     print("|---|---:|" + "---:|" * (len(MILESTONES) + 2))
     for label, run in zip(labels, runs):
         reached = [first_reaching(run, m) for m in MILESTONES]
         gaps = [distance(run, runs[0], start, stop) for start, stop in ((0, args.split), (args.split, until))]
-        gap_text = " | ".join("(reference)" if run is runs[0] else f"{gap:.2f} over {points} log rows"
-                              for gap, points in gaps)
-        print(f"| {label} | {run['last_step']:,} | " + " | ".join(f"{r:,}" if r else "not yet" for r in reached)
-              + f" | {gap_text} |")
+        gap_text = " | ".join(
+            "(reference)" if run is runs[0] else f"{gap:.2f} over {points} log rows" for gap, points in gaps
+        )
+        print(
+            f"| {label} | {run['last_step']:,} | "
+            + " | ".join(f"{r:,}" if r else "not yet" for r in reached)
+            + f" | {gap_text} |"
+        )
 
     eval_steps = sorted({s for run in runs for s in run["evals"] if s <= args.until})
     print()
     print("| env step | " + " | ".join(labels) + " |")
     print("|---:|" + "---:|" * len(labels))
     for step in eval_steps:
-        cells = [f"{run['evals'][step][0]:+.1f} +- {run['evals'][step][1]:.1f}" if step in run["evals"] else ""
-                 for run in runs]
+        cells = [
+            f"{run['evals'][step][0]:+.1f} +- {run['evals'][step][1]:.1f}" if step in run["evals"] else ""
+            for run in runs
+        ]
         print(f"| {step:,} | " + " | ".join(cells) + " |")
 
     if args.out:
@@ -105,8 +122,9 @@ def main():
             axes[0].plot(run["train_steps"][shown] / 1e3, run["train_return"][shown], label=label)
             steps = [s for s in sorted(run["evals"]) if s <= args.until]
             axes[1].plot(np.array(steps) / 1e3, [run["evals"][s][0] for s in steps], "o-", label=label)
-        for axis, title in zip(axes, ("training return (last games, epsilon-greedy)",
-                                      "evaluation return (10 greedy games)")):
+        for axis, title in zip(
+            axes, ("training return (last games, epsilon-greedy)", "evaluation return (10 greedy games)")
+        ):
             axis.axvline(args.split / 1e3, color="grey", linestyle="--", linewidth=1)
             axis.set(xlabel="environment steps (thousands)", title=title, ylim=(-21.5, 21.5))
             axis.grid(alpha=0.3)

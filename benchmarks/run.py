@@ -15,6 +15,7 @@ Cases (same hyperparameters on both sides, the RL Baselines3 Zoo's Atari setting
 Each measurement runs in a fresh process and times a fixed number of env steps after a warm-up; peak
 memory is that process's maximum resident set size. The table gives medians, the ratio, and peak memory.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,15 +45,34 @@ def pongrl_rate(algo: str, warmup: int, steps: int, extra: list[str]) -> tuple[f
 
     run_dir = os.path.join(tempfile.mkdtemp(prefix="bench-"), "run")
     log_every = {"ppo": 1024, "dqn": 1000}[algo]
-    code = main(["train", algo, "--preset", "zoo", "--run-dir", run_dir, "--total-steps", str(warmup + steps),
-                 "--log-every", str(log_every), "--eval-every", "0", "--checkpoint-every", str(10 * (warmup + steps)),
-                 *extra])
+    code = main(
+        [
+            "train",
+            algo,
+            "--preset",
+            "zoo",
+            "--run-dir",
+            run_dir,
+            "--total-steps",
+            str(warmup + steps),
+            "--log-every",
+            str(log_every),
+            "--eval-every",
+            "0",
+            "--checkpoint-every",
+            str(10 * (warmup + steps)),
+            *extra,
+        ]
+    )
     assert code == 0
     with open(os.path.join(run_dir, "metrics.csv")) as handle:
         rows = [r for r in csv.DictReader(handle) if int(r["env_step"]) >= warmup]
     seconds = float(rows[-1]["wall_seconds"]) - float(rows[0]["wall_seconds"])
-    shares = {phase: sum(float(r[f"{phase}_seconds"]) for r in rows[1:]) / seconds
-              for phase in PHASES if rows[-1].get(f"{phase}_seconds")}
+    shares = {
+        phase: sum(float(r[f"{phase}_seconds"]) for r in rows[1:]) / seconds
+        for phase in PHASES
+        if rows[-1].get(f"{phase}_seconds")
+    }
     return (int(rows[-1]["env_step"]) - int(rows[0]["env_step"])) / seconds, shares
 
 
@@ -88,17 +108,41 @@ def sb3_rate(algo: str, warmup: int, steps: int) -> tuple[float, dict]:
     extra = {}
     if algo == "ppo":
         env = VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=8, seed=0), n_stack=4)
-        model = PPO("CnnPolicy", env, n_steps=128, n_epochs=4, batch_size=256, learning_rate=2.5e-4, clip_range=0.1,
-                    vf_coef=0.5, ent_coef=0.01, seed=0, device="cpu")
+        model = PPO(
+            "CnnPolicy",
+            env,
+            n_steps=128,
+            n_epochs=4,
+            batch_size=256,
+            learning_rate=2.5e-4,
+            clip_range=0.1,
+            vf_coef=0.5,
+            ent_coef=0.01,
+            seed=0,
+            device="cpu",
+        )
     else:
         env = VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=1, seed=0), n_stack=4)
-        model = DQN("CnnPolicy", env, buffer_size=100_000, learning_rate=1e-4, batch_size=32,
-                    learning_starts=warmup // 2, target_update_interval=1000, train_freq=4, gradient_steps=1,
-                    exploration_fraction=0.1,
-                    exploration_final_eps=0.01, optimize_memory_usage=False, seed=0, device="cpu")
+        model = DQN(
+            "CnnPolicy",
+            env,
+            buffer_size=100_000,
+            learning_rate=1e-4,
+            batch_size=32,
+            learning_starts=warmup // 2,
+            target_update_interval=1000,
+            train_freq=4,
+            gradient_steps=1,
+            exploration_fraction=0.1,
+            exploration_final_eps=0.01,
+            optimize_memory_usage=False,
+            seed=0,
+            device="cpu",
+        )
         buffer = model.replay_buffer
-        extra["buffer_bytes"] = int(buffer.observations.nbytes
-                                    + getattr(buffer, "next_observations", buffer.observations).nbytes)
+        extra["buffer_bytes"] = int(
+            buffer.observations.nbytes + getattr(buffer, "next_observations", buffer.observations).nbytes
+        )
     model.learn(total_timesteps=warmup + steps, callback=clock.callback)
     return (model.num_timesteps - clock.start_steps) / (time.perf_counter() - clock.start), extra
 
@@ -134,8 +178,11 @@ CASES = {  # case: (sides, warm-up env steps, timed env steps, quick timed steps
     "env": (("fast", "reference"), 0, 20000, 4000),
 }
 TARGETS = {"ppo": 2.0, "dqn": 2.0, "env": 3.0}
-LABELS = {"ppo": "PPO, Zoo Atari settings (agent steps/s)", "dqn": "DQN, Zoo Atari settings (env steps/s)",
-          "env": "two-player env alone, random actions (agent steps/s)"}
+LABELS = {
+    "ppo": "PPO, Zoo Atari settings (agent steps/s)",
+    "dqn": "DQN, Zoo Atari settings (env steps/s)",
+    "env": "two-player env alone, random actions (agent steps/s)",
+}
 
 
 def main():
@@ -163,37 +210,50 @@ def main():
                     print(f"{case}/{side} failed:\n{output.stderr[-3000:]}", file=sys.stderr)
                     break
                 results[side].append(json.loads(output.stdout.strip().splitlines()[-1]))
-                print(f"{case} {side}: {results[side][-1]['rate']:.1f}/s, peak RSS "
-                      f"{results[side][-1]['peak_rss'] / 2**30:.2f} GiB", file=sys.stderr, flush=True)
+                print(
+                    f"{case} {side}: {results[side][-1]['rate']:.1f}/s, peak RSS "
+                    f"{results[side][-1]['peak_rss'] / 2**30:.2f} GiB",
+                    file=sys.stderr,
+                    flush=True,
+                )
         if not all(results.values()):
             continue  # a failed case is left out of the table; the others still count
         ours, theirs = (statistics.median(r["rate"] for r in results[side]) for side in sides)
         memory = [max(r["peak_rss"] for r in results[side]) / 2**30 for side in sides]
         buffers = [results[side][0].get("buffer_bytes") for side in sides]
         ours_runs = results[sides[0]]
-        phases = ", ".join(f"{phase} {statistics.median(r['phases'][phase] for r in ours_runs):.0%}"
-                           for phase in ours_runs[0].get("phases") or {})
+        phases = ", ".join(
+            f"{phase} {statistics.median(r['phases'][phase] for r in ours_runs):.0%}"
+            for phase in ours_runs[0].get("phases") or {}
+        )
         rates = [[r["rate"] for r in results[s]] for s in sides]
         rows.append((case, sides, ours, theirs, memory, buffers, steps, rates, phases))
     versions = _versions()
-    lines = [BEGIN,
-             f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''} --cases {' '.join(args.cases)} "
-             f"--repeats {args.repeats}`. "
-             f"Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), {versions}. "
-             f"Date: {time.strftime('%Y-%m-%d')}. Medians of {args.repeats} runs per side, alternating (A B A B).", "",
-             "| case | pongrl | anchor | ratio (target) | peak RSS pongrl / anchor | runs: pongrl; anchor |",
-             "|---|---:|---:|---:|---|---|"]
+    lines = [
+        BEGIN,
+        f"Command: `python benchmarks/run.py{' --quick' if args.quick else ''} --cases {' '.join(args.cases)} "
+        f"--repeats {args.repeats}`. "
+        f"Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), {versions}. "
+        f"Date: {time.strftime('%Y-%m-%d')}. Medians of {args.repeats} runs per side, alternating (A B A B).",
+        "",
+        "| case | pongrl | anchor | ratio (target) | peak RSS pongrl / anchor | runs: pongrl; anchor |",
+        "|---|---:|---:|---:|---|---|",
+    ]
     for case, sides, ours, theirs, memory, buffers, steps, runs, phases in rows:
         anchor = {"ppo": "Stable-Baselines3 PPO", "dqn": "Stable-Baselines3 DQN", "env": "PettingZoo + SuperSuit"}[case]
-        lines.append(f"| {LABELS[case]} vs {anchor}, {steps:,} timed steps | {ours:,.1f} | {theirs:,.1f} | "
-                     f"{ours / theirs:.2f}x ({TARGETS[case]:.1f}x) | {memory[0]:.2f} / {memory[1]:.2f} GiB | "
-                     f"{', '.join(f'{v:.1f}' for v in runs[0])}; {', '.join(f'{v:.1f}' for v in runs[1])} |")
+        lines.append(
+            f"| {LABELS[case]} vs {anchor}, {steps:,} timed steps | {ours:,.1f} | {theirs:,.1f} | "
+            f"{ours / theirs:.2f}x ({TARGETS[case]:.1f}x) | {memory[0]:.2f} / {memory[1]:.2f} GiB | "
+            f"{', '.join(f'{v:.1f}' for v in runs[0])}; {', '.join(f'{v:.1f}' for v in runs[1])} |"
+        )
         if phases:
             lines.append(f"| pongrl's time per phase in that case (median share of wall time) | {phases} | | | | |")
         if buffers[0]:
-            lines.append(f"| DQN replay buffer for 100,000 transitions (allocated bytes) | "
-                         f"{buffers[0] / 2**30:.2f} GiB | {buffers[1] / 2**30:.2f} GiB | "
-                         f"{buffers[1] / buffers[0]:.1f}x less | | |")
+            lines.append(
+                f"| DQN replay buffer for 100,000 transitions (allocated bytes) | "
+                f"{buffers[0] / 2**30:.2f} GiB | {buffers[1] / 2**30:.2f} GiB | "
+                f"{buffers[1] / buffers[0]:.1f}x less | | |"
+            )
     lines.append(END)
     block = "\n".join(lines) + "\n"
     print(block)
@@ -208,7 +268,7 @@ def write_block(path: str, block: str) -> None:
     people wrote; a file without the markers is created with the block under a title."""
     text = open(path).read() if os.path.exists(path) else ""
     if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block.rstrip("\n") + text[text.index(END) + len(END):]
+        text = text[: text.index(BEGIN)] + block.rstrip("\n") + text[text.index(END) + len(END) :]
     else:
         text = "# Side-by-side benchmarks\n\n" + block
     with open(path, "w") as handle:

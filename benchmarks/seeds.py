@@ -16,6 +16,7 @@ Training time is the run's wall clock without its evaluations (both spliced acro
 evaluations' own time is reported apart. Runs side by side (--parallel 2, one torch thread each) share
 the cores: their times are not those of a run alone, and the table says how they ran.
 """
+
 import argparse
 import os
 import signal
@@ -52,8 +53,9 @@ def first_at_target(rows: list[dict], target: float) -> int | None:
 
 
 def run_seeds(args) -> None:
-    pending = [seed for seed in args.seeds
-               if first_at_target(metrics(seed_dir(args.study_dir, seed)), args.target) is None]
+    pending = [
+        seed for seed in args.seeds if first_at_target(metrics(seed_dir(args.study_dir, seed)), args.target) is None
+    ]
     running: dict[int, subprocess.Popen] = {}
     stopping: set[int] = set()
     signal.signal(signal.SIGTERM, lambda signum, frame: [child.send_signal(signum) for child in running.values()])
@@ -62,8 +64,14 @@ def run_seeds(args) -> None:
             seed = pending.pop(0)
             run_dir = seed_dir(args.study_dir, seed)
             new = not os.path.exists(os.path.join(run_dir, "config.yaml"))
-            command = train_command(run_dir, args.algo, args.preset, args.max_steps, args.eval_every,
-                                    [*args.extra, *(["--seed", str(seed)] if new else [])])
+            command = train_command(
+                run_dir,
+                args.algo,
+                args.preset,
+                args.max_steps,
+                args.eval_every,
+                [*args.extra, *(["--seed", str(seed)] if new else [])],
+            )
             print("$", " ".join(command), flush=True)
             log = open(os.path.join(args.study_dir, f"seed-{seed}.log"), "a")
             running[seed] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -74,8 +82,10 @@ def run_seeds(args) -> None:
                 stopped_by_us = seed in stopping and child.returncode == -signal.SIGTERM  # while it was exiting
                 if child.returncode not in (0, 130, 143) and not stopped_by_us:
                     print(f"seed {seed}: pongrl exited with {child.returncode} (see seed-{seed}.log)", flush=True)
-            elif (seed not in stopping
-                  and first_at_target(metrics(seed_dir(args.study_dir, seed)), args.target) is not None):
+            elif (
+                seed not in stopping
+                and first_at_target(metrics(seed_dir(args.study_dir, seed)), args.target) is not None
+            ):
                 print(f"seed {seed}: reached {args.target:+g}, stopping it", flush=True)
                 child.send_signal(signal.SIGTERM)
                 stopping.add(seed)
@@ -84,14 +94,18 @@ def run_seeds(args) -> None:
 def seed_summary(run_dir: str, target: float) -> dict:
     rows = metrics(run_dir)
     reached = first_at_target(rows, target)
-    upto = rows[:reached + 1] if reached is not None else rows
+    upto = rows[: reached + 1] if reached is not None else rows
     phases = {name: sum(float(row.get(name) or 0) for row in upto) / 60 for name in PHASES}
     evals = [(int(row["env_step"]), float(row["eval_mean_return"])) for row in rows if row.get("eval_mean_return")]
     last = upto[-1] if upto else {"env_step": 0, "wall_seconds": 0}
-    return {"reached": reached is not None, "env_step": int(last["env_step"]),
-            "training_minutes": float(last["wall_seconds"]) / 60 - phases["eval_seconds"],
-            "eval_minutes": phases["eval_seconds"], "phases": phases,
-            "best": max(evals, key=lambda pair: pair[1]) if evals else None}
+    return {
+        "reached": reached is not None,
+        "env_step": int(last["env_step"]),
+        "training_minutes": float(last["wall_seconds"]) / 60 - phases["eval_seconds"],
+        "eval_minutes": phases["eval_seconds"],
+        "phases": phases,
+        "best": max(evals, key=lambda pair: pair[1]) if evals else None,
+    }
 
 
 def report(args) -> None:
@@ -104,21 +118,28 @@ def report(args) -> None:
     if not seeds:
         sys.exit(f"seeds.py: no seed of {args.study_dir} has metrics yet")
     summaries = {seed: seed_summary(seed_dir(args.study_dir, seed), args.target) for seed in seeds}
-    print(f"| seed | env steps to {args.target:+g} | training min to {args.target:+g} | evaluations min | "
-          "best evaluation (env step) | env / inference / update min |")
+    print(
+        f"| seed | env steps to {args.target:+g} | training min to {args.target:+g} | evaluations min | "
+        "best evaluation (env step) | env / inference / update min |"
+    )
     print("|---:|---:|---:|---:|---:|---:|")
     for seed, summary in summaries.items():
         mark = "" if summary["reached"] else "not yet: "
         best = f"{summary['best'][1]:+.1f} ({summary['best'][0]:,})" if summary["best"] else "-"
         phases = summary["phases"]
-        print(f"| {seed} | {mark}{summary['env_step']:,} | {mark}{summary['training_minutes']:.0f} | "
-              f"{summary['eval_minutes']:.0f} | {best} | {phases['env_seconds']:.0f} / "
-              f"{phases['inference_seconds']:.0f} / {phases['update_seconds']:.0f} |")
+        print(
+            f"| {seed} | {mark}{summary['env_step']:,} | {mark}{summary['training_minutes']:.0f} | "
+            f"{summary['eval_minutes']:.0f} | {best} | {phases['env_seconds']:.0f} / "
+            f"{phases['inference_seconds']:.0f} / {phases['update_seconds']:.0f} |"
+        )
     median, median_exact, worst, worst_exact = median_and_worst(
-        [(s["training_minutes"], s["reached"]) for s in summaries.values()])
-    print(f"\n{sum(s['reached'] for s in summaries.values())} of {len(summaries)} seeds reached {args.target:+g}; "
-          f"median training time to it: {'' if median_exact else 'at least '}{median:.0f} min; "
-          f"worst seed: {'' if worst_exact else 'at least '}{worst:.0f} min")
+        [(s["training_minutes"], s["reached"]) for s in summaries.values()]
+    )
+    print(
+        f"\n{sum(s['reached'] for s in summaries.values())} of {len(summaries)} seeds reached {args.target:+g}; "
+        f"median training time to it: {'' if median_exact else 'at least '}{median:.0f} min; "
+        f"worst seed: {'' if worst_exact else 'at least '}{worst:.0f} min"
+    )
 
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     for seed in seeds:
@@ -126,8 +147,10 @@ def report(args) -> None:
         minutes = (curve["training_hours"] if curve["training_hours"] is not None else curve["hours"]) * 60
         for axis, x in ((axes[0], curve["steps"] / 1e6), (axes[1], minutes)):
             axis.plot(x, curve["mean"], "o-", markersize=3, label=f"seed {seed}")
-    for axis, label in ((axes[0], "environment steps (millions)"),
-                        (axes[1], "training minutes (evaluations excluded)")):
+    for axis, label in (
+        (axes[0], "environment steps (millions)"),
+        (axes[1], "training minutes (evaluations excluded)"),
+    ):
         axis.axhline(args.target, color="grey", linestyle=":", label=f"target {args.target:+g}")
         axis.set(xlabel=label, ylim=(-21.5, 21.5))
         axis.grid(alpha=0.3)
@@ -145,7 +168,7 @@ def median_and_worst(times):
     counts as its training time so far, a lower bound, so the median is exact only when every such seed is
     already above the middle (more training can only move it further up) and the worst only when all reached."""
     ordered = sorted(times)
-    middle = ordered[(len(ordered) - 1) // 2: len(ordered) // 2 + 1]
+    middle = ordered[(len(ordered) - 1) // 2 : len(ordered) // 2 + 1]
     median = sum(minutes for minutes, _ in middle) / len(middle)
     median_exact = all(reached or minutes > middle[-1][0] for minutes, reached in ordered)
     return median, median_exact, ordered[-1][0], all(reached for _, reached in ordered)
@@ -167,7 +190,7 @@ def main():
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
-    args.extra = argv[split + 1:]
+    args.extra = argv[split + 1 :]
     args.out = args.out or os.path.join(args.study_dir, "seeds.png")
     if args.parallel < 1:
         sys.exit("seeds.py: --parallel must be at least 1")

@@ -15,6 +15,7 @@ measured on the shipped file itself (pongrl.evaluation.evaluate_protocols), with
   replays it and checks every start's score), with how many distinct games they were;
 - 100 greedy games under sticky actions 0.25, seed 0 (the ALE v5 protocol), with the 95% interval.
 """
+
 import argparse
 import hashlib
 import json
@@ -36,19 +37,25 @@ STICKY_SEED = 0
 def scores(spec: str) -> dict:
     """Both protocols' scores of a shipped agent, each with the command that replays it."""
     result = evaluate_protocols(load_agent(spec), STICKY_GAMES, STICKY_SEED)  # the shipped file, as a user loads it
-    return {"every_start": {**result["exact"], "command": f"pongrl eval {spec} --every-start"},  # scores by start
-            "sticky_actions": {**result["sticky"],
-                               "command": f"pongrl eval {spec} --sticky-actions {result['sticky']['probability']} "
-                                          f"--episodes {STICKY_GAMES} --seed {STICKY_SEED}"}}
+    return {
+        "every_start": {**result["exact"], "command": f"pongrl eval {spec} --every-start"},  # scores by start
+        "sticky_actions": {
+            **result["sticky"],
+            "command": f"pongrl eval {spec} --sticky-actions {result['sticky']['probability']} "
+            f"--episodes {STICKY_GAMES} --seed {STICKY_SEED}",
+        },
+    }
 
 
 def rescore(name: str) -> None:
     card = zoo.card(name)
     card["scores"] = scores(zoo.PREFIX + name)
     atomic_write_bytes(os.path.join(zoo.FOLDER, name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
-    print(f"{zoo.PREFIX}{name}: exact {card['scores']['every_start']['mean']:+.2f} "
-          f"({card['scores']['every_start']['distinct_games']} distinct games), sticky "
-          f"{card['scores']['sticky_actions']['mean']:+.2f} {card['scores']['sticky_actions']['ci95']}")
+    print(
+        f"{zoo.PREFIX}{name}: exact {card['scores']['every_start']['mean']:+.2f} "
+        f"({card['scores']['every_start']['distinct_games']} distinct games), sticky "
+        f"{card['scores']['sticky_actions']['mean']:+.2f} {card['scores']['sticky_actions']['ci95']}"
+    )
 
 
 def main():
@@ -58,8 +65,11 @@ def main():
     parser.add_argument("--name", help="zoo name: letters, digits, '-' and '_'")
     parser.add_argument("--trained-with", help="the command that trained the run")
     parser.add_argument("--note", default="", help="anything a user should know (a spliced run, the seed, ...)")
-    parser.add_argument("--series", default=None,
-                        help="the checkpoints of one run across training, for `pongrl probe across zoo:SERIES-*`")
+    parser.add_argument(
+        "--series",
+        default=None,
+        help="the checkpoints of one run across training, for `pongrl probe across zoo:SERIES-*`",
+    )
     parser.add_argument("--float16", action="store_true", help="store the weights as float16 (half the size)")
     args = parser.parse_args()
     if args.rescore:
@@ -85,17 +95,25 @@ def main():
     with open(weights_file, "rb") as handle:
         sha256 = hashlib.sha256(handle.read()).hexdigest()
     card = {
-        "name": args.name, "algo": algo, "network": torso_kind(weights),
+        "name": args.name,
+        "algo": algo,
+        "network": torso_kind(weights),
         "share_network": is_shared_torso(weights) if algo != "dqn" else None,
-        "obs_profile": profile, "env_step": step, "dtype": "float16" if args.float16 else "float32",
+        "obs_profile": profile,
+        "env_step": step,
+        "dtype": "float16" if args.float16 else "float32",
         **({"series": args.series} if args.series else {}),
-        "trained_with": args.trained_with, "source_checkpoint": os.path.basename(source), "note": args.note,
+        "trained_with": args.trained_with,
+        "source_checkpoint": os.path.basename(source),
+        "note": args.note,
         "sha256": sha256,
         "scores": scores(spec),
     }
     atomic_write_bytes(os.path.join(zoo.FOLDER, args.name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
-    print(f"{spec}: {algo} at {step:,} env steps, exact {card['scores']['every_start']['mean']:+.2f}, "
-          f"sticky {card['scores']['sticky_actions']['mean']:+.2f}; {os.path.getsize(weights_file) / 2**20:.1f} MiB")
+    print(
+        f"{spec}: {algo} at {step:,} env steps, exact {card['scores']['every_start']['mean']:+.2f}, "
+        f"sticky {card['scores']['sticky_actions']['mean']:+.2f}; {os.path.getsize(weights_file) / 2**20:.1f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ checkpoints must be PPO agents with the self-play card's observation profile and
 average is written as a bare state_dict in the card's format, which `pongrl eval` reads (it detects the
 torso and whether it is shared from the weights, as for any seed-format file).
 """
+
 import argparse
 import os
 import sys

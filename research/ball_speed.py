@@ -17,6 +17,7 @@ towards the left paddle: in the single-player game, the shots off the checkpoint
 Why: a self-play policy learns from the balls its own play produces. If the game it is evaluated in produces
 balls it never met in training, that is one reason what it learns against itself does not carry over.
 """
+
 import argparse
 import collections
 import os
@@ -57,8 +58,9 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=4, help="games played side by side, per kind")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--greedy", action="store_true", help="the most probable action instead of a sample")
-    parser.add_argument("--game-mode", type=int, choices=CHOICES["game_mode"], default=CLASSIC_MODE,
-                        help="the two-player variation")
+    parser.add_argument(
+        "--game-mode", type=int, choices=CHOICES["game_mode"], default=CLASSIC_MODE, help="the two-player variation"
+    )
     parser.add_argument("--torch-threads", type=int, default=1)
     args = parser.parse_args()
 
@@ -74,8 +76,11 @@ def main() -> int:
     except PongrlError as error:
         sys.exit(f"ball_speed.py: {error}")
     speeds = (1, 2, 3, 4)
-    print("| checkpoint | game | in-flight steps | " + " | ".join(f"{s} px/frame" for s in speeds)
-          + " | of it towards the left paddle, 3-4 px/frame |")
+    print(
+        "| checkpoint | game | in-flight steps | "
+        + " | ".join(f"{s} px/frame" for s in speeds)
+        + " | of it towards the left paddle, 3-4 px/frame |"
+    )
     print("|---|---|---:|" + "---:|" * len(speeds) + "---:|")
     for path, agent in agents:
         rng = np.random.default_rng(args.seed)
@@ -87,12 +92,18 @@ def main() -> int:
         against_ai = GameVectorEnv(args.games, args.seed, agent.obs_profile)
         try:
             games = (
-                (f"against itself (two-player variation {args.game_mode}, `first_0` on the right)",
-                 lambda: [ale.getRAM() for ale in self_play.games.ales], lambda a: self_play.step(a)[0],
-                 self_play.reset()[0]),
-                ("against the built-in AI (single-player, agent on the right)",
-                 lambda: [game.ale.getRAM() for game in against_ai.games], lambda a: against_ai.step(a)[0],
-                 against_ai.reset()[0]),
+                (
+                    f"against itself (two-player variation {args.game_mode}, `first_0` on the right)",
+                    lambda: [ale.getRAM() for ale in self_play.games.ales],
+                    lambda a: self_play.step(a)[0],
+                    self_play.reset()[0],
+                ),
+                (
+                    "against the built-in AI (single-player, agent on the right)",
+                    lambda: [game.ale.getRAM() for game in against_ai.games],
+                    lambda a: against_ai.step(a)[0],
+                    against_ai.reset()[0],
+                ),
             )
             for label, read_rams, step, obs in games:
                 counts = tally(read_rams, step, obs, args.steps, act)
@@ -100,9 +111,11 @@ def main() -> int:
                 shares = [sum(n for (_, s), n in counts.items() if s == speed) / moving for speed in speeds]
                 fast_left = sum(n for (d, s), n in counts.items() if d == "left" and s >= 3)
                 fast = sum(n for (_, s), n in counts.items() if s >= 3)
-                print(f"| {os.path.basename(path)} | {label} | {moving:,} | "
-                      + " | ".join(f"{100 * x:.1f}%" for x in shares)
-                      + f" | {f'{100 * fast_left / fast:.0f}%' if fast else '-'} |")
+                print(
+                    f"| {os.path.basename(path)} | {label} | {moving:,} | "
+                    + " | ".join(f"{100 * x:.1f}%" for x in shares)
+                    + f" | {f'{100 * fast_left / fast:.0f}%' if fast else '-'} |"
+                )
         finally:
             self_play.close()
             against_ai.close()

@@ -20,6 +20,7 @@ Why: a self-play policy learns to return the shots its own play makes. `ball_spe
 classic two-player game never makes the fast balls the built-in AI's game makes; this asks which shots of
 the built-in AI the policy misses, and whether self-play ever showed it those shots.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,13 @@ MAX_FLIGHT_FRAME = 20  # pixels across in one frame; more is the ball put back i
 
 
 def read_frame(ram: np.ndarray, scorer: str | None) -> tuple:
-    return (int(ram[RAM_BALL_X]), int(ram[RAM_BALL_Y]), int(ram[RAM_PADDLE_Y["right"]]),
-            int(ram[RAM_PADDLE_Y["left"]]), scorer)
+    return (
+        int(ram[RAM_BALL_X]),
+        int(ram[RAM_BALL_Y]),
+        int(ram[RAM_PADDLE_Y["right"]]),
+        int(ram[RAM_PADDLE_Y["left"]]),
+        scorer,
+    )
 
 
 def shots_of(frames: list[tuple]) -> list[dict]:
@@ -57,8 +63,15 @@ def shots_of(frames: list[tuple]) -> list[dict]:
                     paddle_y = right_y if hitter == "right" else left_y
                     if point:
                         point[-1]["outcome"] = "returned"
-                    point.append({"hitter": hitter, "across": abs(across), "down": abs(down),
-                                  "paddle_offset": y - paddle_y, "outcome": "unreturned"})
+                    point.append(
+                        {
+                            "hitter": hitter,
+                            "across": abs(across),
+                            "down": abs(down),
+                            "paddle_offset": y - paddle_y,
+                            "outcome": "unreturned",
+                        }
+                    )
                 heading = 1 if across > 0 else -1
         previous = (x, y)
         if scorer is not None:
@@ -134,8 +147,10 @@ def against_itself(agent, games: int, seed: int, act, game_mode: int) -> list[di
 
 def report(label: str, shots: list[dict], opponent: str) -> None:
     print(f"\n{label}")
-    print("| hitter | shots | steep (2+ down) | returned | returned: 1 across | 2 across | 3-4 across, flat "
-          "| 3-4 across, steep | where on its paddle (median, 10-90%) |")
+    print(
+        "| hitter | shots | steep (2+ down) | returned | returned: 1 across | 2 across | 3-4 across, flat "
+        "| 3-4 across, steep | where on its paddle (median, 10-90%) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for hitter, name in (("right", "the checkpoint (right)"), ("left", opponent)):
         mine = [s for s in shots if s["hitter"] == hitter and s["outcome"] != "unreturned"]
@@ -158,9 +173,11 @@ def report(label: str, shots: list[dict], opponent: str) -> None:
         steep = sum(s["down"] >= 2 for s in mine)
         offsets = np.array([s["paddle_offset"] for s in mine])
         low, mid, high = np.percentile(offsets, [10, 50, 90])
-        print(f"| {name} | {len(mine)} | {100 * steep / len(mine):.0f}% | {share(mine)} | "
-              + " | ".join(share(group) for group in classes)
-              + f" | {mid:+.0f} ({low:+.0f} to {high:+.0f}) |")
+        print(
+            f"| {name} | {len(mine)} | {100 * steep / len(mine):.0f}% | {share(mine)} | "
+            + " | ".join(share(group) for group in classes)
+            + f" | {mid:+.0f} ({low:+.0f} to {high:+.0f}) |"
+        )
 
 
 def main() -> int:
@@ -169,8 +186,13 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=4, help="whole games of each kind")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--greedy", action="store_true", help="the most probable action instead of a sample")
-    parser.add_argument("--game-mode", type=int, choices=CHOICES["game_mode"], default=CLASSIC_MODE,
-                        help="the two-player variation of the games against itself")
+    parser.add_argument(
+        "--game-mode",
+        type=int,
+        choices=CHOICES["game_mode"],
+        default=CLASSIC_MODE,
+        help="the two-player variation of the games against itself",
+    )
     parser.add_argument("--torch-threads", type=int, default=1)
     args = parser.parse_args()
     if args.games <= 0:
@@ -192,10 +214,16 @@ def main() -> int:
             return agent.act(obs) if args.greedy else agent.sample(obs, rng)
 
         name = os.path.basename(path)
-        report(f"{name} against the built-in AI ({args.games} games)",
-               against_builtin(agent, args.games, args.seed, act), "the built-in AI (left)")
-        report(f"{name} against itself, two-player variation {args.game_mode} ({args.games} games)",
-               against_itself(agent, args.games, args.seed, act, args.game_mode), "itself (left)")
+        report(
+            f"{name} against the built-in AI ({args.games} games)",
+            against_builtin(agent, args.games, args.seed, act),
+            "the built-in AI (left)",
+        )
+        report(
+            f"{name} against itself, two-player variation {args.game_mode} ({args.games} games)",
+            against_itself(agent, args.games, args.seed, act, args.game_mode),
+            "itself (left)",
+        )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Running the command line inside a test, as a user would: exit code, stdout, stderr."""
+
 from pongrl.cli import main
 
 
@@ -11,3 +12,11 @@ def run(args, capsys):
     out, err = capsys.readouterr()
     assert "Traceback" not in err
     return code, out, err
+
+
+def small_dqn(num_envs: int = 2) -> list[str]:
+    """Flags of a DQN run small enough for a test: learning starts at once, a checkpoint every 200 steps."""
+    return (
+        f"--num-envs {num_envs} --buffer-size 2000 --learning-starts 100 --batch-size 8 --log-every 100 "
+        "--checkpoint-every 200 --eval-every 0 --epsilon-decay-steps 500 --torch-threads 1"
+    ).split()

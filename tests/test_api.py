@@ -1,4 +1,5 @@
 """pongrl as a library: training, runs, agents and matches from Python, quiet and without signal handlers."""
+
 import os
 import signal
 import subprocess
@@ -9,8 +10,17 @@ import pytest
 
 import pongrl
 
-SMALL = dict(num_envs=2, buffer_size=2000, learning_starts=100, batch_size=8, log_every=100, checkpoint_every=200,
-             eval_every=0, epsilon_decay_steps=500, torch_threads=1)
+SMALL = dict(
+    num_envs=2,
+    buffer_size=2000,
+    learning_starts=100,
+    batch_size=8,
+    log_every=100,
+    checkpoint_every=200,
+    eval_every=0,
+    epsilon_decay_steps=500,
+    torch_threads=1,
+)
 
 
 @pytest.mark.parametrize("module", ["pongrl", "pongrl.cli"])

@@ -1,4 +1,5 @@
 """The arena, leagues, match videos and model cards, on the real emulators."""
+
 import gc
 import json
 import os
@@ -42,9 +43,35 @@ class Scripted(Agent):
 def ppo_run(tmp_path_factory):
     """A short PPO run with exactly three checkpoints (steps 256, 512, 768)."""
     run_dir = str(tmp_path_factory.mktemp("runs") / "ppo")
-    assert main(["train", "ppo", "--run-dir", run_dir, "--total-steps", "768", "--num-envs", "2", "--num-steps", "64",
-                 "--checkpoint-every", "256", "--num-checkpoints", "0", "--keep-checkpoints", "3", "--eval-every", "0",
-                 "--log-every", "256", "--torch-threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "ppo",
+                "--run-dir",
+                run_dir,
+                "--total-steps",
+                "768",
+                "--num-envs",
+                "2",
+                "--num-steps",
+                "64",
+                "--checkpoint-every",
+                "256",
+                "--num-checkpoints",
+                "0",
+                "--keep-checkpoints",
+                "3",
+                "--eval-every",
+                "0",
+                "--log-every",
+                "256",
+                "--torch-threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     return run_dir
 
 
@@ -77,8 +104,11 @@ def test_each_paddle_answers_to_its_own_player():
     for _ in range(30):
         twin.play_step(np.array([[UP, NOOP]]))
     for profile in ("seed", "standard"):
-        mirrored = twin.observation(0, RIGHT, profile)[..., ::-1, :] if profile == "seed" else \
-            twin.observation(0, RIGHT, profile)[..., ::-1]
+        mirrored = (
+            twin.observation(0, RIGHT, profile)[..., ::-1, :]
+            if profile == "seed"
+            else twin.observation(0, RIGHT, profile)[..., ::-1]
+        )
         np.testing.assert_array_equal(twin.observation(0, LEFT, profile), mirrored)
     game.close()
     twin.close()
@@ -96,8 +126,9 @@ def test_the_builtin_ai_plays_the_left_paddle_and_the_agent_the_right():
     idle = Player("idle", Scripted(NOOP), "idle")
     builtin = load_player("builtin")
     games = play_match(idle, builtin, 2, seed=0)
-    assert ([(g["first_side"], g["first_points"], g["second_points"], g["outcome"]) for g in games]
-            == [("right", 0, 21, "loss")] * 2)
+    assert [(g["first_side"], g["first_points"], g["second_points"], g["outcome"]) for g in games] == [
+        ("right", 0, 21, "loss")
+    ] * 2
     flipped = play_match(builtin, idle, 2, seed=0)
     assert [(g["first_side"], g["first_points"], g["outcome"]) for g in flipped] == [("left", 21, "win")] * 2
 
@@ -173,8 +204,18 @@ def test_tiny_league_caches_matches_and_adds_only_new_pairs(ppo_run, tmp_path, c
 
 
 def test_duel_json_and_eval_against_a_checkpoint(ppo_run, seed_state_dict, capsys):
-    duel = ["duel", checkpoint(ppo_run, 256), seed_state_dict, "--games", "2", "--max-frames", "600", "--json",
-            "--sample", "first"]
+    duel = [
+        "duel",
+        checkpoint(ppo_run, 256),
+        seed_state_dict,
+        "--games",
+        "2",
+        "--max-frames",
+        "600",
+        "--json",
+        "--sample",
+        "first",
+    ]
     code, out, err = run(duel, capsys)
     assert code == 0, err
     result = json.loads(out)
@@ -191,8 +232,9 @@ def test_match_video_has_the_frames_and_size_asked_for(ppo_run, seed_state_dict,
     import imageio.v3 as iio
 
     out = str(tmp_path / "duel.mp4")
-    code, _, err = run(["video", ppo_run, "--opponent", seed_state_dict, "--frames", "80", "--scale", "1",
-                        "--out", out], capsys)
+    code, _, err = run(
+        ["video", ppo_run, "--opponent", seed_state_dict, "--frames", "80", "--scale", "1", "--out", out], capsys
+    )
     assert code == 0, err
     frames = iio.imread(out)
     assert frames.shape[0] == 80 and frames.shape[2:] == (160, 3) and frames.shape[1] > 210
@@ -233,8 +275,9 @@ def test_model_card_folder(ppo_run, tmp_path, capsys):
 
 def test_model_card_with_sampled_actions_names_them_and_is_reproduced_by_eval(ppo_run, tmp_path, capsys):
     out = str(tmp_path / "card")
-    code, stdout, err = run(["card", ppo_run, "--out", out, "--games", "1", "--seed", "3", "--video-frames", "60",
-                             "--sample"], capsys)
+    code, stdout, err = run(
+        ["card", ppo_run, "--out", out, "--games", "1", "--seed", "3", "--video-frames", "60", "--sample"], capsys
+    )
     assert code == 0, err
     text = open(os.path.join(out, "README.md")).read()
     metric = yaml.safe_load(text.split("---")[1])["model-index"][0]["results"][0]["metrics"][0]
@@ -250,20 +293,25 @@ def test_model_card_names_how_each_kind_of_agent_played():
     from pongrl.card import card_metadata
 
     summary = {"mean_point_difference": -3.0, "point_difference_std": 1.0}
-    names = {(algo, sample):
-             card_metadata(algo, summary, 10, sample)["model-index"][0]["results"][0]["metrics"][0]["name"]
-             for algo in ("dqn", "selfplay") for sample in (False, True)}
+    names = {
+        (algo, sample): card_metadata(algo, summary, 10, sample)["model-index"][0]["results"][0]["metrics"][0]["name"]
+        for algo in ("dqn", "selfplay")
+        for sample in (False, True)
+    }
     assert names[("dqn", False)] == names[("selfplay", False)] == "mean score over 10 games vs the built-in AI"
     assert names[("dqn", True)].endswith("epsilon-greedy with epsilon 0.05")  # no policy to sample from
     assert names[("selfplay", True)].endswith("actions sampled from its policy, as in training")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["duel", "builtin", "builtin"], "cannot play against itself"),
-    (["duel", "/nonexistent.pt", "builtin"], "no such file"),
-    (["duel", "builtin", "builtin", "--games", "0"], "positive integer"),
-    (["league", "/nonexistent"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["duel", "builtin", "builtin"], "cannot play against itself"),
+        (["duel", "/nonexistent.pt", "builtin"], "no such file"),
+        (["duel", "builtin", "builtin", "--games", "0"], "positive integer"),
+        (["league", "/nonexistent"], "no such file"),
+    ],
+)
 def test_bad_arena_input_is_one_line(args, message, capsys):
     code, out, err = run(args, capsys)
     assert code in (1, 2) and message in err and len(err.strip().splitlines()) == 1
@@ -287,10 +335,18 @@ def test_ratings_table_scores_each_player_from_its_own_side():
     from pongrl.league import Entrant, ratings_table
 
     def game(first_points, second_points):
-        return {"first_side": "right", "first_points": first_points, "second_points": second_points,
-                "score": first_points - second_points, "outcome": "win" if first_points > second_points else "loss",
-                "cut": False, "first_serve_penalties": 0, "second_serve_penalties": 0, "length": 100,
-                "start_noop_frames": 0}
+        return {
+            "first_side": "right",
+            "first_points": first_points,
+            "second_points": second_points,
+            "score": first_points - second_points,
+            "outcome": "win" if first_points > second_points else "loss",
+            "cut": False,
+            "first_serve_penalties": 0,
+            "second_serve_penalties": 0,
+            "length": 100,
+            "start_noop_frames": 0,
+        }
 
     entrants = [Entrant("a", "a", "a.pt", "run", 10), Entrant("builtin", "built-in AI", "builtin", "", 0)]
     records = [{"first": "builtin", "second": "a", "games": [game(21, 15), game(21, 15), game(18, 21)]}]
@@ -306,12 +362,30 @@ def test_an_interrupted_league_keeps_its_finished_matches(ppo_run, tmp_path):
     import time
 
     out = str(tmp_path / "league")
-    command = [sys.executable, "-m", "pongrl", "league", ppo_run, "--games-per-pair", "2", "--max-frames", "2000",
-               "--workers", "1", "--out", out]
+    command = [
+        sys.executable,
+        "-m",
+        "pongrl",
+        "league",
+        ppo_run,
+        "--games-per-pair",
+        "2",
+        "--max-frames",
+        "2000",
+        "--workers",
+        "1",
+        "--out",
+        out,
+    ]
     # A test runner started in the background inherits an ignored SIGINT (the shell's rule for `&` jobs);
     # give the league the default disposition, as an interactive terminal would.
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     matches = os.path.join(out, "matches.jsonl")
     deadline = time.time() + 240
     while time.time() < deadline and process.poll() is None:
@@ -351,12 +425,33 @@ def open_files() -> set[str]:
 def test_video_duel_eval_and_league_release_their_emulators(ppo_run, seed_state_dict, tmp_path, capsys):
     commands = [
         ["video", ppo_run, "--frames", "40", "--scale", "1", "--out", str(tmp_path / "builtin.mp4")],
-        ["video", ppo_run, "--opponent", seed_state_dict, "--frames", "40", "--scale", "1",
-         "--out", str(tmp_path / "duel.mp4")],
+        [
+            "video",
+            ppo_run,
+            "--opponent",
+            seed_state_dict,
+            "--frames",
+            "40",
+            "--scale",
+            "1",
+            "--out",
+            str(tmp_path / "duel.mp4"),
+        ],
         ["duel", checkpoint(ppo_run, 256), seed_state_dict, "--games", "2", "--max-frames", "200"],
         ["eval", checkpoint(ppo_run, 256), "--episodes", "1"],
-        ["league", checkpoint(ppo_run, 256), seed_state_dict, "--games-per-pair", "2", "--max-frames", "200",
-         "--workers", "1", "--out", str(tmp_path / "league")],
+        [
+            "league",
+            checkpoint(ppo_run, 256),
+            seed_state_dict,
+            "--games-per-pair",
+            "2",
+            "--max-frames",
+            "200",
+            "--workers",
+            "1",
+            "--out",
+            str(tmp_path / "league"),
+        ],
     ]
     emulators = live_emulators()
     for command in commands:
@@ -391,8 +486,20 @@ def test_the_serve_assist_serves_for_players_that_never_do(assist):
 
 
 def test_duel_with_the_serve_assist(ppo_run, capsys):
-    code, out, err = run(["duel", checkpoint(ppo_run, 256), checkpoint(ppo_run, 512), "--games", "2", "--max-frames",
-                          "3000", "--serve-assist", "--json"], capsys)
+    code, out, err = run(
+        [
+            "duel",
+            checkpoint(ppo_run, 256),
+            checkpoint(ppo_run, 512),
+            "--games",
+            "2",
+            "--max-frames",
+            "3000",
+            "--serve-assist",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0, err
     result = json.loads(out)
     assert result["serve_assist"] is True
@@ -451,12 +558,28 @@ def test_the_two_player_variation_changes_the_game_and_its_league_key():
 
 
 def test_game_mode_in_a_duel_and_refused_against_the_built_in_ai(ppo_run, capsys):
-    code, out, err = run(["duel", checkpoint(ppo_run, 256), checkpoint(ppo_run, 512), "--games", "2", "--max-frames",
-                          "400", "--game-mode", "3", "--json"], capsys)
+    code, out, err = run(
+        [
+            "duel",
+            checkpoint(ppo_run, 256),
+            checkpoint(ppo_run, 512),
+            "--games",
+            "2",
+            "--max-frames",
+            "400",
+            "--game-mode",
+            "3",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert json.loads(out)["game_mode"] == 3
-    for args in (["eval", ppo_run, "--game-mode", "3"], ["duel", ppo_run, "builtin", "--game-mode", "3"],
-                 ["video", ppo_run, "--game-mode", "3", "--frames", "10"]):
+    for args in (
+        ["eval", ppo_run, "--game-mode", "3"],
+        ["duel", ppo_run, "builtin", "--game-mode", "3"],
+        ["video", ppo_run, "--game-mode", "3", "--frames", "10"],
+    ):
         code, out, err = run(args, capsys)
         assert code == 1 and "between two agents" in err and len(err.strip().splitlines()) == 1, (args, err)
     code, out, err = run(["duel", ppo_run, ppo_run, "--game-mode", "5"], capsys)

@@ -1,4 +1,5 @@
 """Checkpoints: every piece of state survives the round trip; damaged or foreign files are refused."""
+
 import os
 import pickle
 import zipfile
@@ -34,11 +35,18 @@ def trained_state(tmp_path):
     rng = np.random.default_rng(0)
     for t in range(60):
         obs = rng.integers(0, 255, (2, 4, 84, 84), dtype=np.uint8)
-        state.buffer.add(obs, rng.integers(0, 6, 2), rng.choice([-1.0, 0.0, 1.0], 2), np.array([t % 20 == 19, False]),
-                         np.zeros(2, bool), obs)
+        state.buffer.add(
+            obs,
+            rng.integers(0, 6, 2),
+            rng.choice([-1.0, 0.0, 1.0], 2),
+            np.array([t % 20 == 19, False]),
+            np.zeros(2, bool),
+            obs,
+        )
     for _ in range(3):  # gives the optimizer real moments
-        _gradient_step(config, state.buffer, state.rng, state.q_network, state.target_network, state.optimizer,
-                       torch.device("cpu"))
+        _gradient_step(
+            config, state.buffer, state.rng, state.q_network, state.target_network, state.optimizer, torch.device("cpu")
+        )
     state.counters.update(env_step=120, grad_steps=3, episodes=5, train_credit=2, wall_seconds=12.5)
     state.recent_returns.extend([-21.0, -19.0])
     state.recent_lengths.extend([800, 900])
@@ -63,10 +71,24 @@ def test_round_trip_restores_every_piece_of_state(tmp_path):
     assert state.rng.random() == fresh.rng.random()
     # and the optimizer takes the same next step
     torch.manual_seed(5)
-    loss_a = _gradient_step(config, state.buffer, np.random.default_rng(9), state.q_network, state.target_network,
-                            state.optimizer, torch.device("cpu"))
-    loss_b = _gradient_step(config, fresh.buffer, np.random.default_rng(9), fresh.q_network, fresh.target_network,
-                            fresh.optimizer, torch.device("cpu"))
+    loss_a = _gradient_step(
+        config,
+        state.buffer,
+        np.random.default_rng(9),
+        state.q_network,
+        state.target_network,
+        state.optimizer,
+        torch.device("cpu"),
+    )
+    loss_b = _gradient_step(
+        config,
+        fresh.buffer,
+        np.random.default_rng(9),
+        fresh.q_network,
+        fresh.target_network,
+        fresh.optimizer,
+        torch.device("cpu"),
+    )
     assert loss_a == loss_b
     for a, b in zip(state.q_network.parameters(), fresh.q_network.parameters()):
         assert torch.equal(a, b)
@@ -146,12 +168,20 @@ def test_foreign_files_are_refused(tmp_path):
 def test_ppo_round_trip_restores_every_piece_of_state(tmp_path, opponent_pool):
     from pongrl.algos.ppo import PPOState, ppo_update
 
-    config = make_config("selfplay", "default", dict(num_envs=2, num_steps=4, num_minibatches=2,
-                                                     opponent_pool=opponent_pool, pool_size=3))
+    config = make_config(
+        "selfplay",
+        "default",
+        dict(num_envs=2, num_steps=4, num_minibatches=2, opponent_pool=opponent_pool, pool_size=3),
+    )
     state = PPOState(config, torch.device("cpu"))
-    batch = {"obs": torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8), "actions": torch.randint(0, 6, (8,)),
-             "logprobs": torch.full((8,), -1.79), "advantages": torch.randn(8), "returns": torch.randn(8),
-             "values": torch.randn(8)}
+    batch = {
+        "obs": torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8),
+        "actions": torch.randint(0, 6, (8,)),
+        "logprobs": torch.full((8,), -1.79),
+        "advantages": torch.randn(8),
+        "returns": torch.randn(8),
+        "values": torch.randn(8),
+    }
     ppo_update(state.agent, state.optimizer, batch, config, state.torch_generator)
     state.counters.update(env_step=64, updates=1, episodes=2, collected=[32, 64])
     state.recent_returns.extend([3.0, -3.0])
@@ -162,8 +192,9 @@ def test_ppo_round_trip_restores_every_piece_of_state(tmp_path, opponent_pool):
     fresh = PPOState(config, torch.device("cpu"))
     fresh.restore(load_checkpoint(path))
     assert_same(state.payload(), fresh.payload())
-    assert torch.equal(torch.randperm(8, generator=state.torch_generator),
-                       torch.randperm(8, generator=fresh.torch_generator))
+    assert torch.equal(
+        torch.randperm(8, generator=state.torch_generator), torch.randperm(8, generator=fresh.torch_generator)
+    )
     if opponent_pool:  # the same opponents, and the same next draw
         assert fresh.opponent_pool.filled == 2
         fresh.opponent_pool.games_ended(np.ones(1, bool))

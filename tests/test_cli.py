@@ -1,4 +1,5 @@
 """The command line end to end on the real emulator: train, resume, eval, video, plot, bad input."""
+
 import csv
 import json
 import os
@@ -15,11 +16,9 @@ from pongrl.cli import main
 from pongrl.media import curve_series
 from pongrl.run import read_metrics
 
-from cli_helpers import run
+from cli_helpers import run, small_dqn
 
-SMALL = ["--num-envs", "2", "--buffer-size", "2000", "--learning-starts", "100", "--batch-size", "8",
-         "--log-every", "100", "--checkpoint-every", "200", "--eval-every", "0", "--epsilon-decay-steps", "500",
-         "--torch-threads", "1"]
+SMALL = small_dqn(num_envs=2)
 
 
 def metric_steps(run_dir):
@@ -30,8 +29,24 @@ def metric_steps(run_dir):
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
     run_dir = str(tmp_path_factory.mktemp("runs") / "dqn")
-    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "400", *SMALL,
-                 "--eval-every", "400", "--eval-episodes", "1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "dqn",
+                "--run-dir",
+                run_dir,
+                "--total-steps",
+                "400",
+                *SMALL,
+                "--eval-every",
+                "400",
+                "--eval-episodes",
+                "1",
+            ]
+        )
+        == 0
+    )
     return run_dir
 
 
@@ -70,8 +85,11 @@ def test_a_dqn_run_branches_with_its_replay_memory_and_a_new_learning_rate(train
 
 def test_sigterm_writes_a_checkpoint_and_exits_cleanly(tmp_path):
     run_dir = str(tmp_path / "run")
-    process = subprocess.Popen([sys.executable, "-m", "pongrl", "train", "dqn", "--run-dir", run_dir,
-                                "--total-steps", "1000000", *SMALL], stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pongrl", "train", "dqn", "--run-dir", run_dir, "--total-steps", "1000000", *SMALL],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     metrics = os.path.join(run_dir, "metrics.csv")
     deadline = time.time() + 600
     while time.time() < deadline and not (os.path.exists(metrics) and len(open(metrics).readlines()) >= 3):
@@ -151,25 +169,31 @@ def test_train_refuses_an_existing_run_unless_forced(trained_run, capsys):
     assert open(os.path.join(trained_run, "metrics.csv")).read() == before
 
 
-@pytest.mark.parametrize("args, message", [
-    (["fly"], "invalid choice"),
-    (["train", "dqn", "--no-such-flag"], "unrecognized arguments"),
-    (["train", "dqn", "--total-steps", "0"], "positive integer"),
-    (["train", "dqn", "--total-steps", "-5"], "positive integer"),
-    (["train", "dqn", "--learning-rate", "abc"], "expected a number"),
-    (["train", "dqn", "--gamma", "1.5", "--run-dir", "/nonexistent-dir/x"], "gamma"),
-    (["train", "ppo", "--torch-threads", "5000", "--run-dir", "/nonexistent-dir/x"], "at most 1024"),
-    (["train", "dqn", "--network", "huge", "--run-dir", "/nonexistent-dir/x"], "--network must be one of"),
-    (["train", "selfplay", "--game-mode", "5", "--run-dir", "/nonexistent-dir/x"], "--game-mode must be one of 3, 4"),
-    (["train", "ppo", "--game-mode", "3", "--run-dir", "/nonexistent-dir/x"], "--game-mode is for self-play only"),
-    (["resume", "/nonexistent-run"], "no such run directory"),
-    (["eval", "/nonexistent.pt"], "no such file"),
-    (["eval", "/nonexistent.pt", "--episodes", "0"], "positive integer"),
-    (["duel", "builtin", "builtin", "--torch-threads", "0"], "positive integer"),
-    (["video", "/nonexistent.pt", "--torch-threads", "5000"], "at most 1024"),
-    (["video", "/nonexistent.pt"], "no such file"),
-    (["plot", "/nonexistent-run"], "no metrics.csv"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["fly"], "invalid choice"),
+        (["train", "dqn", "--no-such-flag"], "unrecognized arguments"),
+        (["train", "dqn", "--total-steps", "0"], "positive integer"),
+        (["train", "dqn", "--total-steps", "-5"], "positive integer"),
+        (["train", "dqn", "--learning-rate", "abc"], "expected a number"),
+        (["train", "dqn", "--gamma", "1.5", "--run-dir", "/nonexistent-dir/x"], "gamma"),
+        (["train", "ppo", "--torch-threads", "5000", "--run-dir", "/nonexistent-dir/x"], "at most 1024"),
+        (["train", "dqn", "--network", "huge", "--run-dir", "/nonexistent-dir/x"], "--network must be one of"),
+        (
+            ["train", "selfplay", "--game-mode", "5", "--run-dir", "/nonexistent-dir/x"],
+            "--game-mode must be one of 3, 4",
+        ),
+        (["train", "ppo", "--game-mode", "3", "--run-dir", "/nonexistent-dir/x"], "--game-mode is for self-play only"),
+        (["resume", "/nonexistent-run"], "no such run directory"),
+        (["eval", "/nonexistent.pt"], "no such file"),
+        (["eval", "/nonexistent.pt", "--episodes", "0"], "positive integer"),
+        (["duel", "builtin", "builtin", "--torch-threads", "0"], "positive integer"),
+        (["video", "/nonexistent.pt", "--torch-threads", "5000"], "at most 1024"),
+        (["video", "/nonexistent.pt"], "no such file"),
+        (["plot", "/nonexistent-run"], "no metrics.csv"),
+    ],
+)
 def test_bad_input_gets_one_line_and_a_nonzero_exit(args, message, capsys):
     code, _, err = run(args, capsys)
     assert code in (1, 2)
@@ -198,8 +222,9 @@ def test_corrupt_and_mismatched_checkpoints_are_refused(trained_run, tmp_path, c
 
 
 def test_console_script_reports_errors_without_a_traceback(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "pongrl", "eval", str(tmp_path / "missing")],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pongrl", "eval", str(tmp_path / "missing")], capture_output=True, text=True
+    )
     assert result.returncode == 1
     assert result.stderr.startswith("pongrl: error:") and "Traceback" not in result.stderr
 
@@ -282,8 +307,10 @@ def test_eval_every_start_plays_one_greedy_game_per_start(trained_run, capsys, m
     assert f"mean score {result['mean']:+.2f} over all 3 starts" in lines[-1]
 
 
-@pytest.mark.parametrize("extra", [["--episodes", "5"], ["--sample"], ["--epsilon", "0.1"], ["--opponent", "x.pt"],
-                                   ["--sticky-actions", "0.25"]])
+@pytest.mark.parametrize(
+    "extra",
+    [["--episodes", "5"], ["--sample"], ["--epsilon", "0.1"], ["--opponent", "x.pt"], ["--sticky-actions", "0.25"]],
+)
 def test_eval_every_start_refuses_random_play_and_other_opponents(trained_run, capsys, extra):
     code, out, err = run(["eval", trained_run, "--every-start", *extra], capsys)
     assert code == 1 and out == ""
@@ -291,23 +318,28 @@ def test_eval_every_start_refuses_random_play_and_other_opponents(trained_run, c
 
 
 def test_eval_with_sticky_actions_says_so_greedy_and_sampled(trained_run, capsys):
-    code, out, err = run(["eval", trained_run, "--episodes", "1", "--sticky-actions", "0.25", "--json",
-                          "--torch-threads", "1"], capsys)
+    code, out, err = run(
+        ["eval", trained_run, "--episodes", "1", "--sticky-actions", "0.25", "--json", "--torch-threads", "1"], capsys
+    )
     assert code == 0, err
     result = json.loads(out)
     assert result["sticky_actions"] == 0.25 and result["games"] == 1
-    code, out, err = run(["eval", trained_run, "--episodes", "1", "--sticky-actions", "0.25", "--sample",
-                          "--torch-threads", "1"], capsys)
+    code, out, err = run(
+        ["eval", trained_run, "--episodes", "1", "--sticky-actions", "0.25", "--sample", "--torch-threads", "1"], capsys
+    )
     assert code == 0, err
     assert out.strip().splitlines()[-1].endswith("sticky actions 0.25")
 
 
-@pytest.mark.parametrize("command, code, message", [
-    (["eval", "RUN", "--sticky-actions", "1"], 1, "sticky-action probability must be in [0, 1)"),
-    (["eval", "RUN", "--sticky-actions", "-0.1"], 1, "sticky-action probability must be in [0, 1)"),
-    (["eval", "RUN", "--sticky-actions", "often"], 2, "expected a number"),
-    (["duel", "RUN", "RUN", "--sticky-actions", "0.25"], 1, "built-in AI only"),
-])
+@pytest.mark.parametrize(
+    "command, code, message",
+    [
+        (["eval", "RUN", "--sticky-actions", "1"], 1, "sticky-action probability must be in [0, 1)"),
+        (["eval", "RUN", "--sticky-actions", "-0.1"], 1, "sticky-action probability must be in [0, 1)"),
+        (["eval", "RUN", "--sticky-actions", "often"], 2, "expected a number"),
+        (["duel", "RUN", "RUN", "--sticky-actions", "0.25"], 1, "built-in AI only"),
+    ],
+)
 def test_sticky_actions_refuse_bad_input_in_one_line(trained_run, capsys, command, code, message):
     returned, out, err = run([trained_run if word == "RUN" else word for word in command], capsys)
     assert returned == code and out == ""
@@ -318,10 +350,13 @@ def test_commands_print_pongrl_lines_only_not_the_emulators_banner(tmp_path):
     # The emulators print a banner from C++ on the process's stdout when one is created: only a real
     # process shows it. A video against the built-in AI (the Python single-player emulator) and a duel
     # on the two-player emulator.
-    for command in (["video", "zoo:selfplay", "--out", str(tmp_path / "x.gif"), "--frames", "100"],
-                    ["duel", "zoo:selfplay", "zoo:selfplay-separate", "--games", "1", "--max-frames", "200"]):
-        result = subprocess.run([sys.executable, "-m", "pongrl", *command, "--torch-threads", "1"],
-                                capture_output=True, text=True)
+    for command in (
+        ["video", "zoo:selfplay", "--out", str(tmp_path / "x.gif"), "--frames", "100"],
+        ["duel", "zoo:selfplay", "zoo:selfplay-separate", "--games", "1", "--max-frames", "200"],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "pongrl", *command, "--torch-threads", "1"], capture_output=True, text=True
+        )
         assert result.returncode == 0, result.stderr
         assert "A.L.E" not in result.stdout + result.stderr and "Stella" not in result.stdout + result.stderr
 
@@ -342,15 +377,18 @@ def test_training_under_sticky_actions_is_saved_kept_by_resume_and_changed_only_
         assert "sticky_actions: 0.0" in handle.read()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "dqn", "--sticky-actions", "1"], "--sticky-actions must be in [0, 1), got 1.0"),
-    (["train", "ppo", "--sticky-actions", "-0.5"], "--sticky-actions must be in [0, 1), got -0.5"),
-    (["train", "dqn", "--sticky-actions", "sometimes"], "expected a number"),
-    (["train", "selfplay", "--builtin-fraction", "1.5"], "--builtin-fraction must be in [0, 1], got 1.5"),
-    (["train", "selfplay", "--builtin-fraction", "-0.1"], "--builtin-fraction must be in [0, 1], got -0.1"),
-    (["train", "ppo", "--builtin-fraction", "0.5"], "--builtin-fraction is for self-play only"),
-    (["train", "selfplay", "--sticky-actions", "0.25", "--env", "reference"], "--sticky-actions needs --env fast"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["train", "dqn", "--sticky-actions", "1"], "--sticky-actions must be in [0, 1), got 1.0"),
+        (["train", "ppo", "--sticky-actions", "-0.5"], "--sticky-actions must be in [0, 1), got -0.5"),
+        (["train", "dqn", "--sticky-actions", "sometimes"], "expected a number"),
+        (["train", "selfplay", "--builtin-fraction", "1.5"], "--builtin-fraction must be in [0, 1], got 1.5"),
+        (["train", "selfplay", "--builtin-fraction", "-0.1"], "--builtin-fraction must be in [0, 1], got -0.1"),
+        (["train", "ppo", "--builtin-fraction", "0.5"], "--builtin-fraction is for self-play only"),
+        (["train", "selfplay", "--sticky-actions", "0.25", "--env", "reference"], "--sticky-actions needs --env fast"),
+    ],
+)
 def test_training_refuses_sticky_and_builtin_fractions_it_cannot_use(tmp_path, capsys, args, message):
     run_dir = tmp_path / "never"
     code, _, err = run([*args, "--run-dir", str(run_dir)], capsys)
@@ -359,8 +397,9 @@ def test_training_refuses_sticky_and_builtin_fractions_it_cannot_use(tmp_path, c
 
 
 def test_eval_reports_both_protocols_with_distinct_games_and_an_interval(trained_run, capsys):
-    code, out, err = run(["eval", trained_run, "--protocols", "--episodes", "4", "--json", "--torch-threads", "1"],
-                         capsys)
+    code, out, err = run(
+        ["eval", trained_run, "--protocols", "--episodes", "4", "--json", "--torch-threads", "1"], capsys
+    )
     assert code == 0, err
     result = json.loads(out)
     exact, sticky = result["exact"], result["sticky"]
@@ -395,6 +434,8 @@ def test_a_games_course_ignores_its_opening_and_tells_other_games_apart():
     assert game_course(game) == game_course(shifted)
     assert game_course(game) != game_course([(40, 1), (140, 1), (261, -1), (301, 1)])
     assert game_course(game) != game_course([(40, 1), (140, -1), (260, -1), (300, 1)])
-    one_game = {"exact": {"mean": 21.0, "games": 31, "scores": [21] * 31, "distinct_games": 4},
-                "sticky": {"mean": 15.0, "games": 1, "ci95": None, "probability": 0.25, "seed": 0}}
+    one_game = {
+        "exact": {"mean": 21.0, "games": 31, "scores": [21] * 31, "distinct_games": 4},
+        "sticky": {"mean": 15.0, "games": 1, "ci95": None, "probability": 0.25, "seed": 0},
+    }
     assert "no interval from one game" in describe_protocols(one_game)[1]

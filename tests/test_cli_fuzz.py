@@ -6,6 +6,7 @@ Training itself is replaced by a stub here: the property is about parsing, valid
 and a valid random configuration would otherwise train for hours. Positional arguments are drawn
 from inputs that hold no agent (missing paths, garbage, `builtin`), so no command plays games.
 """
+
 import argparse
 import os
 
@@ -38,12 +39,46 @@ def command_specs():
 
 
 SPECS = command_specs()
-NUMBERS = st.one_of(st.integers(-10, 10**9).map(str), st.floats(allow_nan=True, allow_infinity=True).map(str),
-                    st.sampled_from(["0", "-1", "1e-3", "1_000", "0x10", "", " "]))
-WORDS = st.sampled_from(["builtin", "auto", "all", "stop", "continue", "fast", "reference", "seed", "default",
-                         "standard", "cuda", "cpu", "huber", "gibberish", "--", "-x", "none"])
-PATHS = st.sampled_from(["missing", "missing.pt", "garbage.pt", "empty_dir", "builtin", "out.mp4", "out.gif",
-                         "out.txt", "card_out", "league_out"])
+NUMBERS = st.one_of(
+    st.integers(-10, 10**9).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(str),
+    st.sampled_from(["0", "-1", "1e-3", "1_000", "0x10", "", " "]),
+)
+WORDS = st.sampled_from(
+    [
+        "builtin",
+        "auto",
+        "all",
+        "stop",
+        "continue",
+        "fast",
+        "reference",
+        "seed",
+        "default",
+        "standard",
+        "cuda",
+        "cpu",
+        "huber",
+        "gibberish",
+        "--",
+        "-x",
+        "none",
+    ]
+)
+PATHS = st.sampled_from(
+    [
+        "missing",
+        "missing.pt",
+        "garbage.pt",
+        "empty_dir",
+        "builtin",
+        "out.mp4",
+        "out.gif",
+        "out.txt",
+        "card_out",
+        "league_out",
+    ]
+)
 
 
 @st.composite
@@ -77,8 +112,9 @@ def sandbox(tmp_path, monkeypatch):
     (work / "empty_dir").mkdir()
     monkeypatch.chdir(work)
     finished = TrainingOutcome(0, None, 0, "")
-    monkeypatch.setattr(training, "_training_loop",
-                        lambda algo: lambda config, run_dir, resume_from=None, **options: finished)
+    monkeypatch.setattr(
+        training, "_training_loop", lambda algo: lambda config, run_dir, resume_from=None, **options: finished
+    )
     return tmp_path
 
 

@@ -1,5 +1,6 @@
 """Data-parallel PPO on torch.distributed (gloo, 2 CPU processes): ranks stay identical, and a
 2-rank update on batches A and B equals a 1-process update on A + B."""
+
 import os
 import subprocess
 import sys
@@ -16,20 +17,31 @@ from pongrl.distributed import World
 from pongrl.learner import make_adam
 from pongrl.nets import ActorCritic
 
-CONFIG = SimpleNamespace(update_epochs=1, num_minibatches=1, norm_adv=True, clip_coef=0.1, clip_vloss=True,
-                         ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, target_kl=0.0)
+CONFIG = SimpleNamespace(
+    update_epochs=1,
+    num_minibatches=1,
+    norm_adv=True,
+    clip_coef=0.1,
+    clip_vloss=True,
+    ent_coef=0.01,
+    vf_coef=0.5,
+    max_grad_norm=0.5,
+    target_kl=0.0,
+)
 PER_RANK = 12
 UPDATES = 3
 
 
 def make_batch(seed: int, size: int) -> dict:
     generator = torch.Generator().manual_seed(seed)
-    return {"obs": torch.randint(0, 256, (size, 84, 84, 4), dtype=torch.uint8, generator=generator),
-            "actions": torch.randint(0, 6, (size,), generator=generator),
-            "logprobs": -torch.rand(size, generator=generator) * 2,
-            "advantages": torch.randn(size, generator=generator),
-            "returns": torch.randn(size, generator=generator),
-            "values": torch.randn(size, generator=generator)}
+    return {
+        "obs": torch.randint(0, 256, (size, 84, 84, 4), dtype=torch.uint8, generator=generator),
+        "actions": torch.randint(0, 6, (size,), generator=generator),
+        "logprobs": -torch.rand(size, generator=generator) * 2,
+        "advantages": torch.randn(size, generator=generator),
+        "returns": torch.randn(size, generator=generator),
+        "values": torch.randn(size, generator=generator),
+    }
 
 
 def union(a: dict, b: dict) -> dict:
@@ -54,8 +66,14 @@ def _rank_main(rank: int, world_size: int, init_file: str, out_dir: str) -> None
     world.broadcast_module(agent)
     identical = []
     for update in range(UPDATES):
-        ppo_update(agent, optimizer, make_batch(100 * update + rank, PER_RANK), CONFIG,
-                   torch.Generator().manual_seed(rank), world)
+        ppo_update(
+            agent,
+            optimizer,
+            make_batch(100 * update + rank, PER_RANK),
+            CONFIG,
+            torch.Generator().manual_seed(rank),
+            world,
+        )
         flat = torch.cat([p.detach().reshape(-1) for p in agent.parameters()])
         gathered = [torch.zeros_like(flat) for _ in range(world_size)]
         dist.all_gather(gathered, flat)
@@ -72,8 +90,13 @@ def test_two_ranks_stay_identical_and_equal_one_process_on_the_union(tmp_path):
         assert torch.load(tmp_path / f"identical_{rank}.pt") == [True] * UPDATES
     two_ranks = torch.load(tmp_path / "after_first.pt", weights_only=True)
     agent, optimizer = fresh_agent()
-    ppo_update(agent, optimizer, union(make_batch(0, PER_RANK), make_batch(1, PER_RANK)), CONFIG,
-               torch.Generator().manual_seed(0))
+    ppo_update(
+        agent,
+        optimizer,
+        union(make_batch(0, PER_RANK), make_batch(1, PER_RANK)),
+        CONFIG,
+        torch.Generator().manual_seed(0),
+    )
     one_process = agent.state_dict()
     moved = max((one_process[k] - fresh_agent()[0].state_dict()[k]).abs().max().item() for k in one_process)
     assert moved > 1e-6  # the update changed the weights, so agreeing below is not trivial
@@ -91,23 +114,52 @@ def test_two_ranks_stay_identical_and_equal_one_process_on_the_union(tmp_path):
 def test_torchrun_trains_and_a_single_process_resumes(tmp_path):
     run_dir = str(tmp_path / "ddp")
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "pongrl"]
-    result = subprocess.run([*torchrun, "train", "ppo", "--run-dir", run_dir, "--total-steps", "512",
-                             "--num-envs", "2", "--num-steps", "128", "--log-every", "256", "--eval-every", "0",
-                             "--checkpoint-every", "256", "--torch-threads", "1"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            *torchrun,
+            "train",
+            "ppo",
+            "--run-dir",
+            run_dir,
+            "--total-steps",
+            "512",
+            "--num-envs",
+            "2",
+            "--num-steps",
+            "128",
+            "--log-every",
+            "256",
+            "--eval-every",
+            "0",
+            "--checkpoint-every",
+            "256",
+            "--torch-threads",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert load_checkpoint(run_dir)["env_step"] == 512  # steps count every process's envs
-    result = subprocess.run([sys.executable, "-m", "pongrl", "resume", run_dir, "--extra-steps", "256"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "pongrl", "resume", run_dir, "--extra-steps", "256"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert load_checkpoint(run_dir)["env_step"] == 768
 
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "dqn", "--run-dir", "x"], "DQN has no data-parallel mode"),
-    (["train", "ppo"], "give --run-dir"),
-    (["train", "ppo", "--run-dir", "{tmp}/odd", "--num-envs", "3"], "does not split evenly"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["train", "dqn", "--run-dir", "x"], "DQN has no data-parallel mode"),
+        (["train", "ppo"], "give --run-dir"),
+        (["train", "ppo", "--run-dir", "{tmp}/odd", "--num-envs", "3"], "does not split evenly"),
+    ],
+)
 def test_bad_distributed_input_is_refused(args, message, tmp_path, monkeypatch, capsys):
     from cli_helpers import run
 

@@ -1,4 +1,5 @@
 """Epsilon schedule and TD targets on hand-made tensors."""
+
 import pytest
 import torch
 

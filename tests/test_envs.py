@@ -1,4 +1,5 @@
 """The single-player env: the Python emulator loop sees exactly what the C++ vector env sees."""
+
 import numpy as np
 import pytest
 
@@ -10,8 +11,15 @@ from pongrl.errors import PongrlError
 
 def test_python_game_matches_the_vector_env_frame_for_frame():
     # Without no-op starts both emulators follow the same actions from the same power-on state.
-    vector = AtariVectorEnv("pong", 1, noop_max=0, reward_clipping=False, use_fire_reset=False,
-                            repeat_action_probability=0.0, autoreset_mode="SameStep")
+    vector = AtariVectorEnv(
+        "pong",
+        1,
+        noop_max=0,
+        reward_clipping=False,
+        use_fire_reset=False,
+        repeat_action_probability=0.0,
+        autoreset_mode="SameStep",
+    )
     vector_obs, _ = vector.reset(seed=3)
     game = PongGame(seed=3, noop_max=0)
     game_obs = game.reset()

@@ -1,5 +1,6 @@
 """Faults a long run meets: a disk that refuses a checkpoint, old or hand-edited files, random command
 lines, and whether two runs with the same seed learn the same thing."""
+
 import csv
 import errno
 import os
@@ -12,11 +13,9 @@ from pongrl import checkpoint as checkpoint_module
 from pongrl.checkpoint import load_checkpoint, read_latest
 from pongrl.cli import main
 
-from cli_helpers import run
+from cli_helpers import run, small_dqn
 
-SMALL = ["--num-envs", "1", "--buffer-size", "2000", "--learning-starts", "100", "--batch-size", "8",
-         "--log-every", "100", "--checkpoint-every", "200", "--eval-every", "0", "--epsilon-decay-steps", "500",
-         "--torch-threads", "1"]
+SMALL = small_dqn(num_envs=1)
 
 
 class FailingDisk:
@@ -53,10 +52,12 @@ def test_a_full_disk_stops_the_run_and_keeps_the_previous_checkpoint(tmp_path, m
 
 def test_continue_on_disk_error_trains_on(tmp_path, monkeypatch, capsys):
     run_dir = str(tmp_path / "run")
-    monkeypatch.setattr(checkpoint_module, "atomic_write",
-                        FailingDisk(checkpoint_module.atomic_write, "step_000000000400.pt"))
-    code, _, err = run(["train", "dqn", "--run-dir", run_dir, "--total-steps", "600", *SMALL,
-                        "--on-disk-error", "continue"], capsys)
+    monkeypatch.setattr(
+        checkpoint_module, "atomic_write", FailingDisk(checkpoint_module.atomic_write, "step_000000000400.pt")
+    )
+    code, _, err = run(
+        ["train", "dqn", "--run-dir", run_dir, "--total-steps", "600", *SMALL, "--on-disk-error", "continue"], capsys
+    )
     assert code == 0, err
     assert "training goes on" in err
     checkpoints = os.path.join(run_dir, "checkpoints")
@@ -81,11 +82,14 @@ def test_an_older_format_version_is_refused_with_its_number(small_run, tmp_path,
     assert code == 1 and "format version 0 is not supported" in err and "old.pt" in err
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda c: c.update(warp_factor=9), "unknown config keys warp_factor"),
-    (lambda c: c.update(gamma="high"), "'gamma' should be float"),
-    (lambda c: c.update(batch_size=-3), "--batch-size must be positive"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c.update(warp_factor=9), "unknown config keys warp_factor"),
+        (lambda c: c.update(gamma="high"), "'gamma' should be float"),
+        (lambda c: c.update(batch_size=-3), "--batch-size must be positive"),
+    ],
+)
 def test_a_hand_edited_config_is_refused(small_run, tmp_path, edit, message, capsys):
     import shutil
 
@@ -105,8 +109,10 @@ def test_a_hand_edited_config_is_refused(small_run, tmp_path, edit, message, cap
 def metrics(run_dir):
     with open(os.path.join(run_dir, "metrics.csv")) as handle:
         # everything but the clock: wall time, speed and the time per phase
-        return [{k: v for k, v in row.items() if not (k.endswith("_seconds") or k == "steps_per_second")}
-                for row in csv.DictReader(handle)]
+        return [
+            {k: v for k, v in row.items() if not (k.endswith("_seconds") or k == "steps_per_second")}
+            for row in csv.DictReader(handle)
+        ]
 
 
 def test_two_runs_with_the_same_seed_learn_the_same_evaluated_or_not(tmp_path):

@@ -1,4 +1,5 @@
 """`pongrl play`: the real server, a real browser (Debian's headless Chromium through Selenium) and bad clients."""
+
 import asyncio
 import json
 import os
@@ -22,8 +23,12 @@ class Server:
     """`pongrl play ARGS --port 0` in its own process; `url` is the address it printed."""
 
     def __init__(self, *args):
-        self.process = subprocess.Popen([sys.executable, "-m", "pongrl", "play", *args, "--port", "0"],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pongrl", "play", *args, "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = self.process.stdout.readline()
         if "open http://" not in line:
             self.process.kill()
@@ -31,7 +36,7 @@ class Server:
         self.url = line.split("open ")[1].split()[0]
         self.ws_url = self.url.replace("http://", "ws://") + "game"
         self.origin = self.url.rstrip("/")  # what a browser sends from the server's own page
-        self.host = self.origin[len("http://"):]
+        self.host = self.origin[len("http://") :]
 
     def stats(self) -> dict:
         with urllib.request.urlopen(self.url + "stats", timeout=5) as response:
@@ -69,9 +74,18 @@ def browser(tmp_path):
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
-                 f"--user-data-dir={tmp_path / 'chromium'}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     yield driver
@@ -111,8 +125,10 @@ def test_a_person_plays_an_agent_in_the_browser(browser):
 
         def page_matches_emulator():
             before = server.stats()["games"][0]
-            page = (int(browser.find_element(By.ID, "score-left").text),
-                    int(browser.find_element(By.ID, "score-right").text))
+            page = (
+                int(browser.find_element(By.ID, "score-left").text),
+                int(browser.find_element(By.ID, "score-right").text),
+            )
             after = server.stats()["games"][0]
             ram = (before["ram_score_left"], before["ram_score_right"])
             return ram == (after["ram_score_left"], after["ram_score_right"]) and page == ram
@@ -140,8 +156,13 @@ def test_bad_clients_do_not_stop_the_server_and_ctrl_c_leaves_nothing_running():
         async with websockets.connect(server.ws_url, origin=server.origin) as good:
             await frames(good, 5)
             # Garbage, wrong types, binary data, a key the page never sends: ignored.
-            for junk in ("not json", "[1, 2]", json.dumps({"key": "up"}),
-                         json.dumps({"key": "../etc", "pressed": True}), json.dumps({"key": "up", "pressed": "yes"})):
+            for junk in (
+                "not json",
+                "[1, 2]",
+                json.dumps({"key": "up"}),
+                json.dumps({"key": "../etc", "pressed": True}),
+                json.dumps({"key": "up", "pressed": "yes"}),
+            ):
                 await good.send(junk)
             await good.send(b"\x00\x01binary")
             await frames(good, 5)
@@ -186,10 +207,12 @@ def test_bad_clients_do_not_stop_the_server_and_ctrl_c_leaves_nothing_running():
 
 def test_play_refuses_bad_agents_in_one_line():
     for args in (["no/such/file.pt"], ["builtin"], ["zoo:" + zoo.names()[0], "--opponent", "zoo:nothing"]):
-        done = subprocess.run([sys.executable, "-m", "pongrl", "play", *args, "--port", "0"], capture_output=True,
-                              text=True, timeout=120)
-        assert (done.returncode == 1 and done.stderr.count("\n") == 1
-                and done.stderr.startswith("pongrl: error: ")), done.stderr
+        done = subprocess.run(
+            [sys.executable, "-m", "pongrl", "play", *args, "--port", "0"], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 1 and done.stderr.count("\n") == 1 and done.stderr.startswith("pongrl: error: "), (
+            done.stderr
+        )
 
 
 def handshake_status(server: Server, path: str, headers: dict) -> int:
@@ -199,8 +222,12 @@ def handshake_status(server: Server, path: str, headers: dict) -> int:
 
     lines = [f"GET {path} HTTP/1.1", *(f"{name}: {value}" for name, value in headers.items())]
     if path == "/game":
-        lines += ["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
-                  "Sec-WebSocket-Version: 13"]
+        lines += [
+            "Upgrade: websocket",
+            "Connection: Upgrade",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Version: 13",
+        ]
     port = int(server.host.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
         connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
@@ -213,10 +240,12 @@ def test_only_the_servers_own_page_may_open_a_game():
     server = Server("zoo:" + zoo.names()[0])
     try:
         own = {"Host": server.host, "Origin": server.origin}
-        cases = {"foreign origin": {**own, "Origin": "http://evil.example"},
-                 "missing origin": {"Host": server.host},
-                 "foreign host": {"Host": "evil.example:" + server.host.rsplit(":", 1)[1], "Origin": "http://evil.example"},
-                 "other port": {**own, "Origin": server.origin.rsplit(":", 1)[0] + ":1"}}
+        cases = {
+            "foreign origin": {**own, "Origin": "http://evil.example"},
+            "missing origin": {"Host": server.host},
+            "foreign host": {"Host": "evil.example:" + server.host.rsplit(":", 1)[1], "Origin": "http://evil.example"},
+            "other port": {**own, "Origin": server.origin.rsplit(":", 1)[0] + ":1"},
+        }
         for case, headers in cases.items():
             assert handshake_status(server, "/game", headers) == 403, case
         assert handshake_status(server, "/", {"Host": "evil.example"}) == 403
@@ -237,8 +266,12 @@ def test_only_the_servers_own_page_may_open_a_game():
 
 
 def test_play_warns_when_it_listens_beyond_this_machine():
-    process = subprocess.Popen([sys.executable, "-m", "pongrl", "play", "zoo:" + zoo.names()[0], "--host", "0.0.0.0",
-                                "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pongrl", "play", "zoo:" + zoo.names()[0], "--host", "0.0.0.0", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "open http://0.0.0.0:" in process.stdout.readline()
         process.send_signal(signal.SIGINT)

@@ -1,4 +1,5 @@
 """PPO: GAE and the clipped losses by hand, the seed-compatible network, and the CLI end to end."""
+
 import csv
 import os
 from types import SimpleNamespace
@@ -35,8 +36,9 @@ def test_gae_matches_a_hand_computation_with_a_terminal_and_a_truncation():
 
 
 def test_gae_bootstraps_the_last_step_from_the_next_value():
-    advantages, _ = compute_gae(torch.tensor([[1.0]]), torch.tensor([[0.5]]), torch.tensor([[False]]),
-                                torch.tensor([2.0]), 0.99, 0.95)
+    advantages, _ = compute_gae(
+        torch.tensor([[1.0]]), torch.tensor([[0.5]]), torch.tensor([[False]]), torch.tensor([2.0]), 0.99, 0.95
+    )
     assert advantages.item() == pytest.approx(1.0 + 0.99 * 2.0 - 0.5)
 
 
@@ -45,15 +47,24 @@ def test_clipped_losses_on_hand_made_tensors():
     old_logprob = torch.zeros(2)
     new_logprob = torch.log(torch.tensor([1.5, 0.5]))  # ratios 1.5 and 0.5
     advantages = torch.tensor([1.0, -1.0])
-    losses = ppo_losses(new_logprob, old_logprob, advantages, torch.tensor([1.0, 0.0]), torch.tensor([0.0, 0.0]),
-                        torch.tensor([2.0, 0.0]), torch.tensor([1.0, 1.0]), config)
+    losses = ppo_losses(
+        new_logprob,
+        old_logprob,
+        advantages,
+        torch.tensor([1.0, 0.0]),
+        torch.tensor([0.0, 0.0]),
+        torch.tensor([2.0, 0.0]),
+        torch.tensor([1.0, 1.0]),
+        config,
+    )
     # ratio 1.5 with A=+1 is clipped to 1.2; ratio 0.5 with A=-1 is clipped to 0.8 -> max(0.5, 0.8)
     assert losses["policy_loss"].item() == pytest.approx((-1.2 + 0.8) / 2)
     # value 1.0 (old 0.0) is clipped to 0.2: max((1-2)^2, (0.2-2)^2) = 3.24; second entry 0
     assert losses["value_loss"].item() == pytest.approx(0.5 * (3.24 + 0.0) / 2)
     assert losses["clip_fraction"].item() == pytest.approx(1.0)
     assert losses["loss"].item() == pytest.approx(
-        losses["policy_loss"].item() - 0.01 * 1.0 + 0.5 * losses["value_loss"].item())
+        losses["policy_loss"].item() - 0.01 * 1.0 + 0.5 * losses["value_loss"].item()
+    )
 
 
 def test_learning_rate_anneal_is_stretched_by_a_longer_total():
@@ -101,9 +112,26 @@ def test_a_state_dict_with_wrong_shapes_is_refused(tmp_path, capsys):
     assert "do not fit" in capsys.readouterr().err
 
 
-TINY = ["--num-envs", "4", "--num-steps", "32", "--num-minibatches", "2", "--update-epochs", "1",
-        "--log-every", "128", "--checkpoint-every", "128", "--eval-every", "0", "--num-checkpoints", "2",
-        "--torch-threads", "1"]
+TINY = [
+    "--num-envs",
+    "4",
+    "--num-steps",
+    "32",
+    "--num-minibatches",
+    "2",
+    "--update-epochs",
+    "1",
+    "--log-every",
+    "128",
+    "--checkpoint-every",
+    "128",
+    "--eval-every",
+    "0",
+    "--num-checkpoints",
+    "2",
+    "--torch-threads",
+    "1",
+]
 
 
 def rows(run_dir):
@@ -160,13 +188,21 @@ def test_evaluating_against_the_builtin_ai_changes_nothing_in_self_play_training
     learning = []
     for name, extra in (("plain", []), ("evaluated", ["--eval-every", "128", "--eval-episodes", "1"])):
         run_dir = str(tmp_path / name)
-        assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY, "--seed", "5",
-                     *extra]) == 0
+        assert (
+            main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY, "--seed", "5", *extra]) == 0
+        )
         learned = rows(run_dir)
         assert [bool(r["eval_sampled_mean_return"]) for r in learned] == ([False, False] if not extra else [True, True])
-        learning.append([{k: v for k, v in r.items()
-                          if not (k.startswith("eval_") or k.endswith("_seconds") or k == "steps_per_second")}
-                         for r in learned])
+        learning.append(
+            [
+                {
+                    k: v
+                    for k, v in r.items()
+                    if not (k.startswith("eval_") or k.endswith("_seconds") or k == "steps_per_second")
+                }
+                for r in learned
+            ]
+        )
     assert learning[0] == learning[1] and any(r["value_loss"] for r in learning[0])
 
 
@@ -215,12 +251,18 @@ def test_a_checkpoint_older_than_a_setting_resumes_with_its_default():
     del saved["network"]  # written before --network existed: it trained the Nature torso
     check_same_experiment({"algo": "ppo", "config": saved, "path": "old.pt"}, config)
     with pytest.raises(Exception, match="network"):
-        check_same_experiment({"algo": "ppo", "config": saved, "path": "old.pt"},
-                              make_config("ppo", "default", {"network": "small"}))
+        check_same_experiment(
+            {"algo": "ppo", "config": saved, "path": "old.pt"}, make_config("ppo", "default", {"network": "small"})
+        )
 
 
-@pytest.mark.parametrize("make", [lambda precision: ActorCritic(6, share_network=False, precision=precision),
-                                  lambda precision: QNetwork(6, precision=precision)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda precision: ActorCritic(6, share_network=False, precision=precision),
+        lambda precision: QNetwork(6, precision=precision),
+    ],
+)
 def test_a_bfloat16_torso_gives_float32_outputs_near_float32_arithmetic(make):
     torch.manual_seed(0)
     full, half = make("float32"), make("bfloat16")
@@ -228,6 +270,7 @@ def test_a_bfloat16_torso_gives_float32_outputs_near_float32_arithmetic(make):
     frames = torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8)
     if isinstance(full, QNetwork):
         frames = frames.permute(0, 3, 1, 2)
+
     def outputs(network):  # (Q-values,) or (logits, values)
         result = network(frames)
         return result if isinstance(result, tuple) else (result,)
@@ -249,15 +292,18 @@ def test_agents_are_judged_in_float32_whatever_precision_trained_them():
 
     torch.manual_seed(0)
     frames = np.random.default_rng(0).integers(0, 256, (8, 84, 84, 4), dtype=np.uint8)
-    for make, wrap, obs in ((lambda p: ActorCritic(6, precision=p), lambda n: PolicyAgent(n, "seed"), frames),
-                            (lambda p: QNetwork(6, precision=p), QAgent, frames.transpose(0, 3, 1, 2).copy())):
+    for make, wrap, obs in (
+        (lambda p: ActorCritic(6, precision=p), lambda n: PolicyAgent(n, "seed"), frames),
+        (lambda p: QNetwork(6, precision=p), QAgent, frames.transpose(0, 3, 1, 2).copy()),
+    ):
         full, half = make("float32"), make("bfloat16")
         half.load_state_dict(full.state_dict())
         np.testing.assert_array_equal(wrap(half).preferences(obs), wrap(full).preferences(obs))
         assert half.bfloat16, "training goes on in bfloat16 after the evaluation"
         first = half(torch.from_numpy(obs))
-        assert not torch.equal(first[0] if isinstance(first, tuple) else first,
-                               torch.from_numpy(wrap(full).preferences(obs)))
+        assert not torch.equal(
+            first[0] if isinstance(first, tuple) else first, torch.from_numpy(wrap(full).preferences(obs))
+        )
 
 
 def test_the_rollout_and_the_update_see_the_same_bfloat16_logits():
@@ -267,15 +313,16 @@ def test_the_rollout_and_the_update_see_the_same_bfloat16_logits():
     agent = ActorCritic(6, share_network=True, precision="bfloat16")
     frames = torch.randint(0, 256, (64, 84, 84, 4), dtype=torch.uint8)
     with torch.no_grad():
-        acting = torch.cat([agent(frames[i:i + 16])[0] for i in range(0, 64, 16)])
+        acting = torch.cat([agent(frames[i : i + 16])[0] for i in range(0, 64, 16)])
         update = agent(frames)[0]
     assert torch.allclose(acting, update, atol=1e-6)
 
 
 def test_precision_is_recorded_and_a_resume_may_change_it(tmp_path, capsys):
     run_dir = str(tmp_path / "bf16")
-    assert main(["train", "selfplay", "--precision", "bfloat16", "--run-dir", run_dir, "--total-steps", "128",
-                 *TINY]) == 0
+    assert (
+        main(["train", "selfplay", "--precision", "bfloat16", "--run-dir", run_dir, "--total-steps", "128", *TINY]) == 0
+    )
     payload = torch.load(os.path.join(run_dir, "checkpoints", "step_000000000128.pt"), weights_only=True)
     assert payload["config"]["precision"] == "bfloat16"
     assert all(t.dtype == torch.float32 for t in payload["state"]["agent"].values())
@@ -390,13 +437,33 @@ def test_a_pool_run_trains_resumes_with_its_pool_and_logs_its_score_against_it(t
 def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_was(tmp_path, capsys):
     parent, branch = str(tmp_path / "parent"), str(tmp_path / "branch")
     assert main(["train", "selfplay", "--run-dir", parent, "--total-steps", "256", *TINY]) == 0
-    before = {name: open(os.path.join(parent, "checkpoints", name), "rb").read()
-              for name in os.listdir(os.path.join(parent, "checkpoints"))}
+    before = {
+        name: open(os.path.join(parent, "checkpoints", name), "rb").read()
+        for name in os.listdir(os.path.join(parent, "checkpoints"))
+    }
     parent_rows = rows(parent)
     start = torch.load(os.path.join(parent, "checkpoints", "step_000000000128.pt"), weights_only=True)
-    assert main(["branch", parent, "--run-dir", branch,
-                 "--checkpoint", os.path.join(parent, "checkpoints", "step_000000000128.pt"), "--extra-steps", "128",
-                 "--opponent-pool", "0.5", "--pool-every", "1000", "--pool-play", "greedy"]) == 0
+    assert (
+        main(
+            [
+                "branch",
+                parent,
+                "--run-dir",
+                branch,
+                "--checkpoint",
+                os.path.join(parent, "checkpoints", "step_000000000128.pt"),
+                "--extra-steps",
+                "128",
+                "--opponent-pool",
+                "0.5",
+                "--pool-every",
+                "1000",
+                "--pool-play",
+                "greedy",
+            ]
+        )
+        == 0
+    )
     branch_config = open(os.path.join(branch, "config.yaml")).read()
     assert "opponent_pool: 0.5" in branch_config and "pool_play: greedy" in branch_config
     # the parent's curve up to the branch point, then its own
@@ -406,22 +473,37 @@ def test_a_branch_adds_the_pool_at_a_checkpoint_and_leaves_the_parent_run_as_it_
     (first_opponent,) = end["state"]["opponent_pool"]["snapshots"]  # no snapshot due before 1000 steps
     assert all(torch.equal(first_opponent[k], v) for k, v in start["state"]["agent"].items())
     assert end["counters"]["resumes"] == start["counters"]["resumes"] + 1
-    assert rows(parent) == parent_rows and {name: open(os.path.join(parent, "checkpoints", name), "rb").read()
-                                             for name in os.listdir(os.path.join(parent, "checkpoints"))} == before
+    assert (
+        rows(parent) == parent_rows
+        and {
+            name: open(os.path.join(parent, "checkpoints", name), "rb").read()
+            for name in os.listdir(os.path.join(parent, "checkpoints"))
+        }
+        == before
+    )
     assert main(["resume", branch, "--extra-steps", "128"]) == 0  # the branch goes on as a run of its own
     capsys.readouterr()
     for argv, message in (
-            (["branch", parent, "--run-dir", parent], "a new directory"),
-            (["branch", parent, "--run-dir", branch], "already holds a run (branch into a new directory)"),
-            (["branch", parent, "--run-dir", str(tmp_path / "b2"), "--buffer-size", "1000"],
-             "--buffer-size is not a setting of a selfplay run"),
-            (["branch", parent, "--run-dir", str(tmp_path / "b3"), "--total-steps", "100"],
-             "the checkpoint is at step 256"),
-            (["branch", parent, "--run-dir", str(tmp_path / "b5"), "--no-share-network", "--extra-steps", "128"],
-             "--share-network shapes what the checkpoint holds and cannot change in a branch"),
-            (["branch", branch, "--run-dir", str(tmp_path / "b6"), "--pool-size", "5", "--extra-steps", "128"],
-             "--pool-size shapes what the checkpoint holds"),
-            (["branch", str(tmp_path / "nope"), "--run-dir", str(tmp_path / "b4")], "no such run directory")):
+        (["branch", parent, "--run-dir", parent], "a new directory"),
+        (["branch", parent, "--run-dir", branch], "already holds a run (branch into a new directory)"),
+        (
+            ["branch", parent, "--run-dir", str(tmp_path / "b2"), "--buffer-size", "1000"],
+            "--buffer-size is not a setting of a selfplay run",
+        ),
+        (
+            ["branch", parent, "--run-dir", str(tmp_path / "b3"), "--total-steps", "100"],
+            "the checkpoint is at step 256",
+        ),
+        (
+            ["branch", parent, "--run-dir", str(tmp_path / "b5"), "--no-share-network", "--extra-steps", "128"],
+            "--share-network shapes what the checkpoint holds and cannot change in a branch",
+        ),
+        (
+            ["branch", branch, "--run-dir", str(tmp_path / "b6"), "--pool-size", "5", "--extra-steps", "128"],
+            "--pool-size shapes what the checkpoint holds",
+        ),
+        (["branch", str(tmp_path / "nope"), "--run-dir", str(tmp_path / "b4")], "no such run directory"),
+    ):
         assert main(argv) == 1, argv
         assert message in capsys.readouterr().err, argv
     assert not any(os.path.exists(tmp_path / name) for name in ("b2", "b3", "b4", "b5", "b6"))
@@ -456,8 +538,24 @@ def test_builtin_games_sit_in_the_self_play_layout_with_the_learner_on_the_right
 
 def test_selfplay_with_builtin_games_trains_resumes_and_branches_into_a_run_without_them(tmp_path, capsys):
     run_dir = str(tmp_path / "mixed")
-    assert main(["train", "selfplay", "--run-dir", run_dir, "--total-steps", "256", *TINY, "--builtin-fraction", "0.5",
-                 "--sticky-actions", "0.25"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "selfplay",
+                "--run-dir",
+                run_dir,
+                "--total-steps",
+                "256",
+                *TINY,
+                "--builtin-fraction",
+                "0.5",
+                "--sticky-actions",
+                "0.25",
+            ]
+        )
+        == 0
+    )
     assert "builtin_fraction: 0.5" in open(os.path.join(run_dir, "config.yaml")).read()
     assert main(["resume", run_dir, "--extra-steps", "128"]) == 0
     assert [int(r["env_step"]) for r in rows(run_dir)] == [128, 256, 384] and "return_vs_builtin" in rows(run_dir)[0]

@@ -1,4 +1,5 @@
 """Every named preset builds a valid configuration, and the Zoo presets hold the Zoo's Atari settings."""
+
 import pytest
 
 from pongrl.config import CONFIG_CLASSES, make_config
@@ -14,8 +15,13 @@ def test_zoo_presets_match_the_zoo_atari_settings():
     ppo = make_config("ppo", "zoo", {})
     assert (ppo.num_envs, ppo.num_steps, ppo.update_epochs) == (8, 128, 4)
     assert ppo.num_envs * ppo.num_steps // ppo.num_minibatches == 256  # minibatch size
-    assert ((ppo.clip_coef, ppo.ent_coef, ppo.vf_coef, ppo.clip_vloss, ppo.share_network)
-            == (0.1, 0.01, 0.5, False, True))
+    assert (ppo.clip_coef, ppo.ent_coef, ppo.vf_coef, ppo.clip_vloss, ppo.share_network) == (
+        0.1,
+        0.01,
+        0.5,
+        False,
+        True,
+    )
     dqn = make_config("dqn", "zoo", {})
     assert (dqn.num_envs, dqn.train_frequency, dqn.batch_size, dqn.n_step, dqn.double_dqn) == (1, 4, 32, 1, False)
     assert (dqn.target_update_every, dqn.learning_starts, dqn.epsilon_decay_steps) == (1_000, 100_000, 1_000_000)

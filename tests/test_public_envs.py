@@ -1,5 +1,6 @@
 """pongrl's environments through the ecosystem's own APIs and checkers: PettingZoo (parallel and AEC),
 Gymnasium (single env and vector envs)."""
+
 import warnings
 
 import gymnasium
@@ -168,8 +169,23 @@ def test_the_cleanrl_style_example_trains_on_the_public_vector_env():
     import sys
 
     example = os.path.join(os.path.dirname(__file__), "..", "docs", "examples", "ppo_selfplay.py")
-    done = subprocess.run([sys.executable, example, "--num-games", "2", "--num-steps", "64", "--total-steps", "512",
-                           "--max-cycles", "401"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            example,
+            "--num-games",
+            "2",
+            "--num-steps",
+            "64",
+            "--total-steps",
+            "512",
+            "--max-cycles",
+            "401",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     updates = re.findall(r"agent step (\d+): value loss ([\d.]+), entropy ([\d.]+)", done.stdout)
     assert [int(u[0]) for u in updates] == [256, 512]

@@ -1,5 +1,6 @@
 """The frame replay buffer: stacks never cross an episode start, wrap-around, n-step returns;
 prioritized replay draws in proportion to priority and weighs the draw back."""
+
 import numpy as np
 import pytest
 
@@ -24,10 +25,14 @@ def feed(buffer, episode_lengths, num_envs=1, terminate=True):
         values = list(range(value, value + length + 1))
         for t in range(length):
             ended = t == length - 1
-            buffer.add(obs_of([values[t]] * num_envs), np.full(num_envs, t % 6),
-                       np.full(num_envs, 1.0 if ended else 0.0), np.full(num_envs, ended and terminate),
-                       np.full(num_envs, ended and not terminate),
-                       obs_of([values[t + 1]] * num_envs) if ended else None)
+            buffer.add(
+                obs_of([values[t]] * num_envs),
+                np.full(num_envs, t % 6),
+                np.full(num_envs, 1.0 if ended else 0.0),
+                np.full(num_envs, ended and terminate),
+                np.full(num_envs, ended and not terminate),
+                obs_of([values[t + 1]] * num_envs) if ended else None,
+            )
         episodes.append(values)
         value += length + 1
     return episodes
@@ -121,8 +126,14 @@ def test_rings_keep_environments_apart():
 def test_save_and_load_round_trip(tmp_path):
     buffer = FrameReplayBuffer(capacity=30, num_envs=2, n_step=3)
     for t in range(40):
-        buffer.add(obs_of([t, 50 + t]), np.full(2, t % 6), np.full(2, 1.0), np.array([t % 9 == 8, False]),
-                   np.zeros(2, bool), obs_of([t + 1, 0]))
+        buffer.add(
+            obs_of([t, 50 + t]),
+            np.full(2, t % 6),
+            np.full(2, 1.0),
+            np.array([t % 9 == 8, False]),
+            np.zeros(2, bool),
+            obs_of([t + 1, 0]),
+        )
     buffer.save(str(tmp_path / "replay.npz"))
     copy = FrameReplayBuffer(capacity=30, num_envs=2, n_step=3)
     copy.load(str(tmp_path / "replay.npz"))
@@ -153,8 +164,14 @@ def test_sum_tree_finds_leaves_in_proportion_to_their_values():
 def fill_prioritized(buffer, steps):
     for t in range(steps):
         ended = t % 10 == 9
-        buffer.add(obs_of([t, 100 + t]), np.zeros(2), np.zeros(2), np.array([ended, False]), np.zeros(2, bool),
-                   obs_of([t + 1, 0]) if ended else None)
+        buffer.add(
+            obs_of([t, 100 + t]),
+            np.zeros(2),
+            np.zeros(2),
+            np.array([ended, False]),
+            np.zeros(2, bool),
+            obs_of([t + 1, 0]) if ended else None,
+        )
 
 
 def test_prioritized_replay_draws_by_priority_and_weights_it_back():

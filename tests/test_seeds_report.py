@@ -1,4 +1,5 @@
 """benchmarks/seeds.py's summary line: a seed still short of the target is a lower bound, never a result."""
+
 import importlib.util
 import os
 

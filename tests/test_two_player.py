@@ -3,6 +3,7 @@
 The fast env resizes with tinyscaler, the library SuperSuit's resize_v1 calls, with the same
 conversions, so observations are compared for exact equality (no grey-level tolerance).
 """
+
 import numpy as np
 import pytest
 
@@ -32,8 +33,9 @@ def assert_same_step(ref, fast, step):
     ref_info, fast_info = ref[4], fast[4]
     assert ref_info.keys() == fast_info.keys(), step
     if "final_obs" in ref_info:
-        np.testing.assert_array_equal(ref_info["final_obs"], fast_info["final_obs"],
-                                      err_msg=f"final observations differ at step {step}")
+        np.testing.assert_array_equal(
+            ref_info["final_obs"], fast_info["final_obs"], err_msg=f"final observations differ at step {step}"
+        )
     for mask in ("_final_obs", "_episode"):
         if mask in ref_info:
             np.testing.assert_array_equal(ref_info[mask], fast_info[mask], err_msg=f"{mask}, step {step}")
@@ -70,8 +72,11 @@ def drive(envs, steps, actions_for, seed=0):
 def test_fast_env_matches_the_seed_chain_through_a_whole_game():
     # 1,000 steps x 2 games: scored points, serve penalties, a game won 21-0 (terminated) and the
     # autoreset into the next game. The fast env runs with one thread and with two.
-    envs = [ReferenceSelfPlayEnv(GAMES, seed=5), FastSelfPlayEnv(GAMES, seed=5),
-            FastSelfPlayEnv(GAMES, seed=5, num_threads=2)]
+    envs = [
+        ReferenceSelfPlayEnv(GAMES, seed=5),
+        FastSelfPlayEnv(GAMES, seed=5),
+        FastSelfPlayEnv(GAMES, seed=5, num_threads=2),
+    ]
     events = drive(envs, 1000, random_actions)
     assert events["points"] >= 30 and events["serve_penalties"] >= 5, events
     assert events["terminated"] >= 1 and events["truncated"] == 0, events
@@ -88,12 +93,13 @@ def test_fast_env_matches_the_seed_chain_at_truncation(max_cycles):
     def uniform(rng, step):
         return rng.integers(0, 6, 2 * GAMES)
 
-    envs = [ReferenceSelfPlayEnv(GAMES, seed=1, max_cycles=max_cycles),
-            FastSelfPlayEnv(GAMES, seed=1, max_cycles=max_cycles)]
+    envs = [
+        ReferenceSelfPlayEnv(GAMES, seed=1, max_cycles=max_cycles),
+        FastSelfPlayEnv(GAMES, seed=1, max_cycles=max_cycles),
+    ]
     events = drive(envs, 205, uniform, seed=3)
     assert events["truncated"] == 2 * GAMES and events["terminated"] == 0, events
-    assert all(episode["l"][episode["_episode"]].tolist() == [101] * 2 * GAMES
-               for episode in events["episodes"])
+    assert all(episode["l"][episode["_episode"]].tolist() == [101] * 2 * GAMES for episode in events["episodes"])
 
 
 def test_the_other_two_player_variation_matches_the_seed_chain_and_is_another_game():
@@ -152,7 +158,7 @@ def test_batched_resize_is_bit_identical_to_supersuits_resize():
     rgb_space = Box(0, 255, (210, 160, 3), np.uint8)
     blue_space = Box(0, 255, (210, 160), np.uint8)
     resizer = SeedResizer(len(frames))
-    resizer.blue[:len(frames)] = frames[:, :, :, 2]
+    resizer.blue[: len(frames)] = frames[:, :, :, 2]
     batched = resizer.resize(len(frames))
     for frame, ours in zip(frames, batched):
         blue = color_reduction.change_observation(frame, rgb_space, "B")

@@ -1,4 +1,5 @@
 """Agents that ship with pongrl (zoo:NAME) and agents from the Hugging Face Hub (hf://OWNER/REPO/FILE)."""
+
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ def test_the_zoo_ships_agents_with_cards():
             assert hashlib.sha256(handle.read()).hexdigest() == card["sha256"], name
         assert card["trained_with"].startswith("pongrl ") and card["algo"] in ("dqn", "ppo", "selfplay")
         assert len(card["scores"]["every_start"]["scores"]) == 31
-        total += os.path.getsize(path) + os.path.getsize(path[:-len(".safetensors")] + ".json")
+        total += os.path.getsize(path) + os.path.getsize(path[: -len(".safetensors")] + ".json")
     assert total < 60 * 2**20
 
 
@@ -52,8 +53,9 @@ def test_a_shipped_agent_replays_the_exact_score_on_its_card(name):
     recorded = card["scores"]["every_start"]["scores"]
     if card.get("series"):
         recorded = recorded[:SERIES_STARTS_REPLAYED]
-        games = play_games(lambda obs: agent.act(obs), len(recorded), 0, agent.obs_profile,
-                           starts=list(range(len(recorded))))
+        games = play_games(
+            lambda obs: agent.act(obs), len(recorded), 0, agent.obs_profile, starts=list(range(len(recorded)))
+        )
     else:
         games = evaluate_every_start(agent)
     assert [game["score"] for game in games] == recorded
@@ -139,11 +141,15 @@ def test_hub_agents_load_from_the_cache_offline_and_pickled_code_is_refused(tmp_
     torch.manual_seed(1)
     dqn, card_agent = QNetwork(6), ActorCritic(6, share_network=False)
     marker = tmp_path / "code-ran"
-    cache = hub_cache(tmp_path / "cache", "alice/pong", {
-        "dqn.safetensors": lambda p: save_safetensors_agent(p, dqn.state_dict(), "dqn", 7, "standard"),
-        "checkpoints/agent.pt": lambda p: torch.save(card_agent.state_dict(), p),  # the self-play card's format
-        "evil.pt": lambda p: torch.save({"weights": RunsCode(str(marker))}, p),
-    })
+    cache = hub_cache(
+        tmp_path / "cache",
+        "alice/pong",
+        {
+            "dqn.safetensors": lambda p: save_safetensors_agent(p, dqn.state_dict(), "dqn", 7, "standard"),
+            "checkpoints/agent.pt": lambda p: torch.save(card_agent.state_dict(), p),  # the self-play card's format
+            "evil.pt": lambda p: torch.save({"weights": RunsCode(str(marker))}, p),
+        },
+    )
     offline = {"HF_HUB_CACHE": cache, "HF_HUB_OFFLINE": "1"}
 
     done = cli(["eval", "hf://alice/pong/dqn.safetensors", "--episodes", "1", "--json"], offline)
@@ -168,13 +174,25 @@ def test_hub_agents_load_from_the_cache_offline_and_pickled_code_is_refused(tmp_
 
     missing = cli(["eval", "hf://alice/pong/missing.pt"], offline)
     assert missing.returncode == 1
-    assert missing.stderr.strip() == ("pongrl: error: hf://alice/pong/missing.pt: not in the local Hugging Face cache, "
-                                      "and HF_HUB_OFFLINE is set")
+    assert missing.stderr.strip() == (
+        "pongrl: error: hf://alice/pong/missing.pt: not in the local Hugging Face cache, and HF_HUB_OFFLINE is set"
+    )
 
     # Not offline but the Hub unreachable (a closed local port as its address): the cached copy is used.
     unreachable = {"HF_HUB_CACHE": cache, "HF_ENDPOINT": "http://127.0.0.1:9"}
-    done = cli(["duel", "hf://alice/pong/dqn.safetensors", "hf://alice/pong/checkpoints/agent.pt", "--games", "2",
-                "--max-frames", "400", "--json"], unreachable)
+    done = cli(
+        [
+            "duel",
+            "hf://alice/pong/dqn.safetensors",
+            "hf://alice/pong/checkpoints/agent.pt",
+            "--games",
+            "2",
+            "--max-frames",
+            "400",
+            "--json",
+        ],
+        unreachable,
+    )
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["per_game"]) == 2
 
@@ -192,9 +210,17 @@ def _card_agent_class():
 
     def atari_network(orth_init=False):
         init = layer_init if orth_init else lambda m: m
-        return nn.Sequential(init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(), init(nn.Conv2d(32, 64, 4, stride=2)),
-                             nn.ReLU(), init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(), nn.Flatten(),
-                             init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU())
+        return nn.Sequential(
+            init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
 
     class Agent(nn.Module):
         def __init__(self, envs, share_network=False):
@@ -255,8 +281,9 @@ def test_export_and_card_take_every_agent_spec_and_refuse_what_they_cannot_write
     assert code == 1 and "give it a .safetensors name" in err and "weights_only" not in err
 
     card_dir = tmp_path / "card"
-    code, out, err = run_cli(["card", "zoo:ppo", "--out", str(card_dir), "--games", "1", "--video-frames", "60",
-                              "--seed", "3"], capsys)
+    code, out, err = run_cli(
+        ["card", "zoo:ppo", "--out", str(card_dir), "--games", "1", "--video-frames", "60", "--seed", "3"], capsys
+    )
     assert code == 0, err
     readme = (card_dir / "README.md").read_text()
     assert zoo.card("ppo")["trained_with"] in readme and "pongrl eval zoo:ppo" in readme

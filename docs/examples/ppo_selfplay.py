@@ -11,6 +11,7 @@ same-step: when a game ends, `obs` already starts the next game, `infos["final_o
 observations and `infos["_episode"]` marks the players whose game ended, with their results in
 `infos["episode"]`.
 """
+
 import argparse
 import time
 
@@ -33,10 +34,16 @@ class Agent(nn.Module):
     def __init__(self, num_actions):
         super().__init__()
         self.torso = nn.Sequential(
-            layer_init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
-            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU())
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
         self.actor = layer_init(nn.Linear(512, num_actions), std=0.01)
         self.critic = layer_init(nn.Linear(512, 1), std=1.0)
 
@@ -80,8 +87,11 @@ def main():
             next_obs = torch.from_numpy(obs)
             if "_episode" in infos:
                 for i in np.flatnonzero(infos["_episode"])[::2]:  # one line per game, from first_0's side
-                    print(f"agent step {step + (t + 1) * n}: a game ended {infos['episode']['points_won'][i]}-"
-                          f"{infos['episode']['points_lost'][i]} after {infos['episode']['l'][i]} steps", flush=True)
+                    print(
+                        f"agent step {step + (t + 1) * n}: a game ended {infos['episode']['points_won'][i]}-"
+                        f"{infos['episode']['points_lost'][i]} after {infos['episode']['l'][i]} steps",
+                        flush=True,
+                    )
         step += horizon * n
 
         # Generalized advantage estimation; an ended game's next value is not bootstrapped (a game
@@ -97,8 +107,13 @@ def main():
             advantages[t] = last
         returns = advantages + values
 
-        flat = {"obs": obs_buffer.reshape((-1,) + obs_buffer.shape[2:]), "actions": actions.reshape(-1).long(),
-                "logprobs": logprobs.reshape(-1), "advantages": advantages.reshape(-1), "returns": returns.reshape(-1)}
+        flat = {
+            "obs": obs_buffer.reshape((-1,) + obs_buffer.shape[2:]),
+            "actions": actions.reshape(-1).long(),
+            "logprobs": logprobs.reshape(-1),
+            "advantages": advantages.reshape(-1),
+            "returns": returns.reshape(-1),
+        }
         batch_size = horizon * n
         for _ in range(epochs):
             order = torch.randperm(batch_size)
@@ -116,8 +131,11 @@ def main():
                 loss.backward()
                 nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
                 optimizer.step()
-        print(f"agent step {step}: value loss {value_loss.item():.4f}, entropy {entropy.item():.3f}, "
-              f"{step / (time.time() - started):.0f} agent steps/s", flush=True)
+        print(
+            f"agent step {step}: value loss {value_loss.item():.4f}, entropy {entropy.item():.3f}, "
+            f"{step / (time.time() - started):.0f} agent steps/s",
+            flush=True,
+        )
     envs.close()
 
 

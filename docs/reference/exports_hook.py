@@ -7,6 +7,7 @@ mkdocstrings reads the source without importing it, so it cannot see the lazy na
 of docs/reference/*.md. A name missing from the pages, or a page documenting what is no longer exported,
 stops the build; a documented object that no longer exists is mkdocstrings' own error.
 """
+
 from __future__ import annotations
 
 import re
@@ -52,6 +53,8 @@ def on_files(files, config, **kwargs):
     expected = public_objects(Path(config["config_file_path"]).parent / "src")
     missing, stale = sorted(expected - documented), sorted(documented - expected)
     if missing or stale:
-        raise PluginError(f"docs/reference/*.md must document exactly pongrl's public names; "
-                          f"missing: {missing or 'none'}; not public: {stale or 'none'}")
+        raise PluginError(
+            f"docs/reference/*.md must document exactly pongrl's public names; "
+            f"missing: {missing or 'none'}; not public: {stale or 'none'}"
+        )
     return files

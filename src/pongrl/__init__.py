@@ -14,6 +14,7 @@ The library in a few names (see docs/api.md; the CLI is a thin shell over them):
 
 `import pongrl` loads neither torch nor the emulator: the names load their module on first use.
 """
+
 import importlib
 
 import gymnasium
@@ -32,14 +33,19 @@ gymnasium.register(
 
 # name -> (module, attribute)
 _EXPORTS = {
-    "Agent": ("pongrl.agent", "Agent"), "load_agent": ("pongrl.agent", "load_agent"),
+    "Agent": ("pongrl.agent", "Agent"),
+    "load_agent": ("pongrl.agent", "load_agent"),
     "export_seed_format": ("pongrl.agent", "export_seed_format"),
-    "Run": ("pongrl.training", "Run"), "train": ("pongrl.training", "train"),
+    "Run": ("pongrl.training", "Run"),
+    "train": ("pongrl.training", "train"),
     "make_config": ("pongrl.training", "make_config"),
-    "evaluate": ("pongrl.evaluation", "evaluate"), "evaluate_protocols": ("pongrl.evaluation", "evaluate_protocols"),
-    "duel": ("pongrl.arena", "duel"), "run_league": ("pongrl.league", "run_league"),
+    "evaluate": ("pongrl.evaluation", "evaluate"),
+    "evaluate_protocols": ("pongrl.evaluation", "evaluate_protocols"),
+    "duel": ("pongrl.arena", "duel"),
+    "run_league": ("pongrl.league", "run_league"),
     "record_video": ("pongrl.media", "record_video"),
-    "collect_probes": ("pongrl.probes.collect", "collect"), "fit_probes": ("pongrl.probes.fit", "fit"),
+    "collect_probes": ("pongrl.probes.collect", "collect"),
+    "fit_probes": ("pongrl.probes.fit", "fit"),
 }
 __all__ = ["PongrlError", "CheckpointWriteError", *_EXPORTS]
 

@@ -11,6 +11,7 @@ Results are always given from the first player's point of view. A game is won by
 points; a game cut by the frame cap is a draw, whatever the score when it was cut (its point
 difference still counts in the mean).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -82,21 +83,43 @@ def as_player(player) -> Player:
     return load_player(os.fspath(player))
 
 
-def duel(first, second, games: int = 10, seed: int = 0, sample: bool | tuple[bool, bool] = False,
-         max_frames: int = MAX_CYCLES, serve_assist: bool = False, sticky_actions: float = 0.0,
-         game_mode: int = CLASSIC_MODE) -> dict:
+def duel(
+    first,
+    second,
+    games: int = 10,
+    seed: int = 0,
+    sample: bool | tuple[bool, bool] = False,
+    max_frames: int = MAX_CYCLES,
+    serve_assist: bool = False,
+    sticky_actions: float = 0.0,
+    game_mode: int = CLASSIC_MODE,
+) -> dict:
     """A match between two players (each an Agent, `"builtin"` or an agent spec), sides alternating; the
     arguments are play_match's. Returns the players' names and steps, the summary of `summarize_match`
     (scored for `first`) and the games under "per_game"."""
     first, second = as_player(first), as_player(second)
     per_game = play_match(first, second, games, seed, sample, max_frames, serve_assist, sticky_actions, game_mode)
-    return {"first": first.name, "second": second.name, "first_env_step": first.env_step,
-            "second_env_step": second.env_step, **summarize_match(per_game), "per_game": per_game}
+    return {
+        "first": first.name,
+        "second": second.name,
+        "first_env_step": first.env_step,
+        "second_env_step": second.env_step,
+        **summarize_match(per_game),
+        "per_game": per_game,
+    }
 
 
-def play_match(first: Player, second: Player, games: int, seed: int, sample: bool | tuple[bool, bool] = False,
-               max_frames: int = MAX_CYCLES, serve_assist: bool = False,
-               sticky_actions: float = 0.0, game_mode: int = CLASSIC_MODE) -> list[dict]:
+def play_match(
+    first: Player,
+    second: Player,
+    games: int,
+    seed: int,
+    sample: bool | tuple[bool, bool] = False,
+    max_frames: int = MAX_CYCLES,
+    serve_assist: bool = False,
+    sticky_actions: float = 0.0,
+    game_mode: int = CLASSIC_MODE,
+) -> list[dict]:
     """Play `games` games; one dict per game, scored for `first`. `sample` (both players, or a pair for
     first and second) draws actions from the policies instead of playing greedily. `serve_assist`
     serves for agents that never learned to (two-agent games only; see pongrl.envs.two_player).
@@ -113,10 +136,15 @@ def play_match(first: Player, second: Player, games: int, seed: int, sample: boo
         agent_first = not first.is_builtin
         agent = (first if agent_first else second).agent
         player = AgentPlayer(agent, np.random.default_rng([seed, 1]), sample=samples[0] if agent_first else samples[1])
-        plans = [GamePlan(player if agent_first else BUILTIN_AI, BUILTIN_AI if agent_first else player,
-                          first_right=agent_first) for _ in range(games)]
-        records = play_games(spread(plans), seed=seed, sticky_actions=sticky_actions,
-                             vectorized=agent.obs_profile == "standard")
+        plans = [
+            GamePlan(
+                player if agent_first else BUILTIN_AI, BUILTIN_AI if agent_first else player, first_right=agent_first
+            )
+            for _ in range(games)
+        ]
+        records = play_games(
+            spread(plans), seed=seed, sticky_actions=sticky_actions, vectorized=agent.obs_profile == "standard"
+        )
         return [_game_record(record) for record in records]
     if sticky_actions:
         raise PongrlError("sticky actions apply to games against the built-in AI only, not between two agents")
@@ -125,34 +153,57 @@ def play_match(first: Player, second: Player, games: int, seed: int, sample: boo
 
 def refuse_game_mode_against_builtin(game_mode: int) -> None:
     if game_mode != CLASSIC_MODE:
-        raise PongrlError("--game-mode sets the variation of games between two agents; against the built-in AI "
-                          "the game is the single-player one")
+        raise PongrlError(
+            "--game-mode sets the variation of games between two agents; against the built-in AI "
+            "the game is the single-player one"
+        )
 
 
 def _game_record(record: dict) -> dict:
     """A game record of the runner as a match reports it (a game cut by the frame cap is a draw)."""
     first_points, second_points = record["first_points"], record["second_points"]
     outcome = "draw" if record["cut"] else ("win" if first_points > second_points else "loss")
-    return {"first_side": record["first_side"], "first_points": first_points, "second_points": second_points,
-            "score": first_points - second_points, "outcome": outcome, "cut": record["cut"],
-            "first_serve_penalties": record["first_serve_penalties"],
-            "second_serve_penalties": record["second_serve_penalties"], "length": record["steps"],
-            "start_noop_frames": record["start"]}
+    return {
+        "first_side": record["first_side"],
+        "first_points": first_points,
+        "second_points": second_points,
+        "score": first_points - second_points,
+        "outcome": outcome,
+        "cut": record["cut"],
+        "first_serve_penalties": record["first_serve_penalties"],
+        "second_serve_penalties": record["second_serve_penalties"],
+        "length": record["steps"],
+        "start_noop_frames": record["start"],
+    }
 
 
-def _play_agents(first: Agent, second: Agent, games: int, seed: int, samples: tuple[bool, bool],
-                 max_frames: int, serve_assist: bool, game_mode: int) -> list[dict]:
+def _play_agents(
+    first: Agent,
+    second: Agent,
+    games: int,
+    seed: int,
+    samples: tuple[bool, bool],
+    max_frames: int,
+    serve_assist: bool,
+    game_mode: int,
+) -> list[dict]:
     """Games 2k and 2k+1 share a start (a number of no-op frames drawn from `seed`); the first
     player takes the right paddle in even games and the left one in odd games. They are played in waves
     of MAX_PARALLEL_GAMES games that start together."""
     starts = np.random.default_rng([seed, 0]).integers(0, MAX_START_NOOP_FRAMES, size=(games + 1) // 2)
-    players = (AgentPlayer(first, np.random.default_rng([seed, 1]), sample=samples[0]),
-               AgentPlayer(second, np.random.default_rng([seed, 2]), sample=samples[1]))
+    players = (
+        AgentPlayer(first, np.random.default_rng([seed, 1]), sample=samples[0]),
+        AgentPlayer(second, np.random.default_rng([seed, 2]), sample=samples[1]),
+    )
     plans = [GamePlan(*players, first_right=g % 2 == 0, start=int(starts[g // 2])) for g in range(games)]
     records = []
     for wave in range(0, games, MAX_PARALLEL_GAMES):
-        records += play_games([[plan] for plan in plans[wave:wave + MAX_PARALLEL_GAMES]], max_frames=max_frames,
-                              serve_assist=serve_assist, game_mode=game_mode)
+        records += play_games(
+            [[plan] for plan in plans[wave : wave + MAX_PARALLEL_GAMES]],
+            max_frames=max_frames,
+            serve_assist=serve_assist,
+            game_mode=game_mode,
+        )
     return [_game_record(record) for record in records]
 
 
@@ -173,8 +224,12 @@ def summarize_match(games: list[dict]) -> dict:
     scores = np.array([g["score"] for g in games], np.float64)
     low, high = wilson_interval(wins + 0.5 * draws, len(games))
     return {
-        "games": len(games), "wins": wins, "losses": losses, "draws": draws,
-        "win_rate": (wins + 0.5 * draws) / len(games), "win_rate_95": [low, high],
+        "games": len(games),
+        "wins": wins,
+        "losses": losses,
+        "draws": draws,
+        "win_rate": (wins + 0.5 * draws) / len(games),
+        "win_rate_95": [low, high],
         "mean_point_difference": float(scores.mean()),
         "point_difference_std": float(scores.std()),
         "point_difference_stderr": float(scores.std(ddof=1) / math.sqrt(len(scores))) if len(scores) > 1 else 0.0,

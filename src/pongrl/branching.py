@@ -5,6 +5,7 @@ A branch starts where the run was at a checkpoint (weights, optimizer moments, c
 Settings that shape what the checkpoint holds (the network, torso sharing, DQN's replay memory, the opponent
 pool's size) stay: the branch point's state would not load under new ones.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,13 +17,17 @@ from pongrl.checkpoint import load_checkpoint, resolve, save_checkpoint
 from pongrl.errors import PongrlError
 from pongrl.run import METRICS_FILE, checkpoint_dir, open_existing_run, prepare_new_run, refuse_existing_run
 
-SAVED_STATE_SHAPE = {"dqn": {"network", "num_envs", "buffer_size", "n_step", "prioritized_replay"},
-                     "ppo": {"network", "share_network"}, "selfplay": {"network", "share_network"}}
+SAVED_STATE_SHAPE = {
+    "dqn": {"network", "num_envs", "buffer_size", "n_step", "prioritized_replay"},
+    "ppo": {"network", "share_network"},
+    "selfplay": {"network", "share_network"},
+}
 POOL_SHAPE = {"num_envs", "opponent_pool", "pool_size"}
 
 
-def resume_point(run_dir: str, config, checkpoint: str | None = None, extra_steps: int | None = None,
-                 total_steps: int | None = None) -> tuple[dict, int]:
+def resume_point(
+    run_dir: str, config, checkpoint: str | None = None, extra_steps: int | None = None, total_steps: int | None = None
+) -> tuple[dict, int]:
     """The checkpoint a resume or a branch continues from (`checkpoint`, which must be the run's, or the
     run's latest); sets config.total_steps from `extra_steps` or `total_steps`. Returns (payload, step)."""
     chosen = checkpoint or resolve(run_dir)
@@ -39,8 +44,14 @@ def resume_point(run_dir: str, config, checkpoint: str | None = None, extra_step
     return payload, step
 
 
-def branch_run(run_dir: str, new_run_dir: str, changes: dict, checkpoint: str | None = None,
-               extra_steps: int | None = None, total_steps: int | None = None):
+def branch_run(
+    run_dir: str,
+    new_run_dir: str,
+    changes: dict,
+    checkpoint: str | None = None,
+    extra_steps: int | None = None,
+    total_steps: int | None = None,
+):
     """Write the new run `new_run_dir` whose first checkpoint is `run_dir`'s at `checkpoint` (or its
     latest) with the settings `changes` (name -> value) applied; `run_dir` is only read. Returns (the new
     run's config, the branch point's step, the path of its first checkpoint), ready for the trainer."""
@@ -56,8 +67,9 @@ def branch_run(run_dir: str, new_run_dir: str, changes: dict, checkpoint: str | 
     fixed = SAVED_STATE_SHAPE[config.algo] | (POOL_SHAPE if "opponent_pool" in payload["state"] else set())
     reshaped = sorted(name for name, value in changes.items() if name in fixed and value != getattr(config, name))
     if reshaped:
-        raise PongrlError(f"--{reshaped[0].replace('_', '-')} shapes what the checkpoint holds "
-                          "and cannot change in a branch")
+        raise PongrlError(
+            f"--{reshaped[0].replace('_', '-')} shapes what the checkpoint holds and cannot change in a branch"
+        )
     for name, value in changes.items():
         setattr(config, name, value)
     config_module.validate(config)
@@ -66,8 +78,9 @@ def branch_run(run_dir: str, new_run_dir: str, changes: dict, checkpoint: str | 
     # DQN keeps its replay memory beside the latest checkpoint only: from an older one the branch refills it.
     replay = payload.get("replay_buffer")
     if replay and os.path.exists(os.path.join(os.path.dirname(payload["path"]), replay)):
-        shutil.copyfile(os.path.join(os.path.dirname(payload["path"]), replay),
-                        os.path.join(checkpoint_dir(new_run_dir), replay))
+        shutil.copyfile(
+            os.path.join(os.path.dirname(payload["path"]), replay), os.path.join(checkpoint_dir(new_run_dir), replay)
+        )
     branched = {k: v for k, v in payload.items() if k not in ("path", "format", "format_version")}
     branched["config"] = config_module.to_dict(config)
     start = save_checkpoint(checkpoint_dir(new_run_dir), branched, keep=config.keep_checkpoints, permanent=True)

@@ -5,6 +5,7 @@ A checkpoint is `checkpoints/step_<env step>.pt` (a dict of tensors and plain va
 manifest with the file's SHA-256, its step and format version. `checkpoints/latest` names the newest
 complete checkpoint; it is replaced only after the checkpoint and its manifest are on disk.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,6 +56,7 @@ def atomic_write_file(path: str, fill: Callable[[str], None]) -> None:
 
 def atomic_write(path: str, write: Callable[[Any], None]) -> None:
     """Write through a temp file in the same directory, fsync it, then rename over `path`."""
+
     def fill(temp_path: str) -> None:
         with open(temp_path, "wb") as stream:
             write(stream)
@@ -210,8 +212,10 @@ def read_weights_file(path: str):
             warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
             return path, torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many types for damaged or foreign files
-        raise PongrlError(f"{path}: not a readable pongrl checkpoint ({_why_unreadable(data, error)}); expected a "
-                          f"pongrl checkpoint, a seed-format state_dict or a .safetensors agent") from None
+        raise PongrlError(
+            f"{path}: not a readable pongrl checkpoint ({_why_unreadable(data, error)}); expected a "
+            f"pongrl checkpoint, a seed-format state_dict or a .safetensors agent"
+        ) from None
 
 
 SAFETENSORS_HEADER = b'{"'  # after its 8-byte header length
@@ -237,8 +241,9 @@ def validate_checkpoint(path: str, payload) -> dict:
         raise PongrlError(f"{path}: not a pongrl checkpoint")
     version = payload.get("format_version")
     if version != FORMAT_VERSION:
-        raise PongrlError(f"{path}: checkpoint format version {version} is not supported "
-                          f"(this pongrl reads {FORMAT_VERSION})")
+        raise PongrlError(
+            f"{path}: checkpoint format version {version} is not supported (this pongrl reads {FORMAT_VERSION})"
+        )
     payload["path"] = path
     return payload
 

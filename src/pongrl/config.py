@@ -7,6 +7,7 @@ number of parallel environments.
 Longer than most modules (~400 lines) on purpose: every setting of every algorithm, its help and its checks
 live here once, so that a reader sees the whole experiment surface in one file.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -68,10 +69,10 @@ FIELD_HELP: dict[str, str] = {
     "seed": "seed for python, numpy, torch and the emulators",
     "num_envs": "parallel emulators collecting experience",
     "sticky_actions": "probability that the emulator repeats the previous action on a frame instead of the new one, "
-                      "in training and in the run's evaluations (0.25 is the ALE v5 protocol, Machado et al. 2018; "
-                      "0 is the deterministic protocol of the seeds)",
+    "in training and in the run's evaluations (0.25 is the ALE v5 protocol, Machado et al. 2018; "
+    "0 is the deterministic protocol of the seeds)",
     "network": "convolutional torso: nature (Mnih et al. 2015, the seeds') or small (Mnih et al. 2013, about a third "
-               "of the arithmetic)",
+    "of the arithmetic)",
     "buffer_size": "replay capacity in transitions (each 84x84 frame stored once)",
     "learning_starts": "random-policy steps collected before the first gradient step",
     "train_frequency": "environment steps per gradient step",
@@ -101,8 +102,8 @@ FIELD_HELP: dict[str, str] = {
     "torch_threads": "torch intra-op threads (0 = torch's default)",
     "device": "cpu, cuda or auto",
     "precision": "arithmetic of the convolutional torso: float32, or bfloat16 under autocast (weights, heads, "
-                 "losses and Adam stay float32); faster only where the hardware has bfloat16 units "
-                 "(benchmarks/network.py measures it)",
+    "losses and Adam stay float32); faster only where the hardware has bfloat16 units "
+    "(benchmarks/network.py measures it)",
     "track": "also log to Weights & Biases (needs wandb installed)",
     "wandb_project": "Weights & Biases project name",
 }
@@ -137,12 +138,24 @@ DQN_PRESETS: dict[str, dict[str, Any]] = {
     # no double DQN, Huber loss, Adam eps 1e-8, target copy every 1,000 env steps, 100,000 random steps
     # first, epsilon to 0.01 over the first 10% of 10M steps. For side-by-side speed benchmarks.
     "zoo": dict(
-        total_steps=10_000_000, num_envs=1, buffer_size=100_000, learning_rate=1e-4, adam_eps=1e-8, batch_size=32,
-        learning_starts=100_000, target_update_every=1_000, train_frequency=4, n_step=1, double_dqn=False,
-        loss="huber", max_grad_norm=10.0, epsilon_start=1.0, epsilon_end=0.01, epsilon_decay_steps=1_000_000,
+        total_steps=10_000_000,
+        num_envs=1,
+        buffer_size=100_000,
+        learning_rate=1e-4,
+        adam_eps=1e-8,
+        batch_size=32,
+        learning_starts=100_000,
+        target_update_every=1_000,
+        train_frequency=4,
+        n_step=1,
+        double_dqn=False,
+        loss="huber",
+        max_grad_norm=10.0,
+        epsilon_start=1.0,
+        epsilon_end=0.01,
+        epsilon_decay_steps=1_000_000,
     ),
 }
-
 
 
 @dataclass
@@ -196,36 +209,40 @@ class PPOConfig:
     wandb_project: str = "pongrl"
 
 
-FIELD_HELP.update({
-    "num_steps": "rollout length per environment between updates",
-    "anneal_lr": "anneal the learning rate linearly to 0 at --total-steps (stretched when a resume extends it)",
-    "gae_lambda": "GAE lambda",
-    "num_minibatches": "minibatches per epoch",
-    "update_epochs": "passes over each rollout",
-    "norm_adv": "normalise advantages per minibatch",
-    "clip_coef": "PPO clipping of the probability ratio (and of the value change)",
-    "clip_vloss": "clip the value loss as CleanRL does",
-    "ent_coef": "entropy bonus coefficient",
-    "vf_coef": "value loss coefficient",
-    "target_kl": "stop the epochs of an update when the approximate KL passes this (0 = never)",
-    "share_network": "the critic reuses the actor's torso (one CNN instead of two)",
-    "end_gae_at_point": "end the GAE episode at every scored point, as the seed's script does (done or reward != 0)",
-    "opponent_pool": "self-play: fraction of games in which a past snapshot of the policy plays one paddle "
-                     "(0 = plain self-play)",
-    "builtin_fraction": "self-play: fraction of games played against the built-in AI on the single-player emulator, "
-                        "the learner on the right paddle in the card's view (0 = none)",
-    "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
-    "pool_every": "self-play: agent steps between snapshots into the opponent pool",
-    "pool_play": "self-play: how the pool's opponents choose their actions, sample (as the learner does) or greedy "
-                 "(the most probable action: a sharper defender, see docs/results.md)",
-    "env": "two-player env implementation: fast or reference (PettingZoo + SuperSuit)",
-    "obs": "ppo only: observation profile, standard (grayscale) or seed (the self-play card's blue channel)",
-    "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
-    "game_mode": "self-play: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the seed's) or 3 "
-                 "(its ball reaches 3-4 px/frame as in the single-player game; see docs/results.md)",
-    "num_checkpoints": "checkpoints collected at evenly spaced steps and kept for later study",
-    "eval_sampled": "also evaluate with actions sampled from the policy (as it plays in training), beside greedy play",
-})
+FIELD_HELP.update(
+    {
+        "num_steps": "rollout length per environment between updates",
+        "anneal_lr": "anneal the learning rate linearly to 0 at --total-steps (stretched when a resume extends it)",
+        "gae_lambda": "GAE lambda",
+        "num_minibatches": "minibatches per epoch",
+        "update_epochs": "passes over each rollout",
+        "norm_adv": "normalise advantages per minibatch",
+        "clip_coef": "PPO clipping of the probability ratio (and of the value change)",
+        "clip_vloss": "clip the value loss as CleanRL does",
+        "ent_coef": "entropy bonus coefficient",
+        "vf_coef": "value loss coefficient",
+        "target_kl": "stop the epochs of an update when the approximate KL passes this (0 = never)",
+        "share_network": "the critic reuses the actor's torso (one CNN instead of two)",
+        "end_gae_at_point": "end the GAE episode at every scored point, as the seed's script does "
+        "(done or reward != 0)",
+        "opponent_pool": "self-play: fraction of games in which a past snapshot of the policy plays one paddle "
+        "(0 = plain self-play)",
+        "builtin_fraction": "self-play: fraction of games played against the built-in AI on the single-player "
+        "emulator, the learner on the right paddle in the card's view (0 = none)",
+        "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
+        "pool_every": "self-play: agent steps between snapshots into the opponent pool",
+        "pool_play": "self-play: how the pool's opponents choose their actions, sample (as the learner does) or greedy "
+        "(the most probable action: a sharper defender, see docs/results.md)",
+        "env": "two-player env implementation: fast or reference (PettingZoo + SuperSuit)",
+        "obs": "ppo only: observation profile, standard (grayscale) or seed (the self-play card's blue channel)",
+        "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
+        "game_mode": "self-play: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the seed's) or 3 "
+        "(its ball reaches 3-4 px/frame as in the single-player game; see docs/results.md)",
+        "num_checkpoints": "checkpoints collected at evenly spaced steps and kept for later study",
+        "eval_sampled": "also evaluate with actions sampled from the policy (as it plays in training), "
+        "beside greedy play",
+    }
+)
 
 # The self-play model card's run (CleanRL ppo_pettingzoo_ma_atari): 8 games x 2 players = 16 envs,
 # 128 steps, 4 minibatches, 4 epochs, lr 2.5e-4 annealed, gamma 0.99, lambda 0.95, clip 0.1,
@@ -241,25 +258,51 @@ PPO_PRESETS: dict[str, dict[str, Any]] = {
     # RL Baselines3 Zoo's Atari PPO (hyperparams/ppo.yml): 8 envs x 128 steps, 4 epochs of minibatch 256, lr
     # 2.5e-4 annealed, clip 0.1, ent 0.01, vf 0.5, shared torso, no value clipping (SB3's clip_range_vf=None).
     # The Zoo also anneals the clip range; pongrl keeps it constant.
-    "zoo": dict(algo="ppo", num_envs=8, num_steps=128, update_epochs=4, num_minibatches=4, learning_rate=2.5e-4,
-                clip_coef=0.1, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, share_network=True, clip_vloss=False,
-                total_steps=10_000_000),
+    "zoo": dict(
+        algo="ppo",
+        num_envs=8,
+        num_steps=128,
+        update_epochs=4,
+        num_minibatches=4,
+        learning_rate=2.5e-4,
+        clip_coef=0.1,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        share_network=True,
+        clip_vloss=False,
+        total_steps=10_000_000,
+    ),
 }
 
-CONFIG_CLASSES = {"dqn": (DQNConfig, DQN_PRESETS), "ppo": (PPOConfig, PPO_PRESETS),
-                  "selfplay": (PPOConfig, SELFPLAY_PRESETS)}
+CONFIG_CLASSES = {
+    "dqn": (DQNConfig, DQN_PRESETS),
+    "ppo": (PPOConfig, PPO_PRESETS),
+    "selfplay": (PPOConfig, SELFPLAY_PRESETS),
+}
 
 # Fields that a resume may change without starting a different experiment: where it runs and how it reports.
 # The evaluation's cadence and size are reporting: it plays its own emulator with its own seeded generator and
 # touches none of the learner's state, so a long run may evaluate less often (each evaluation of a self-play
 # run stops training for minutes) or with more games.
-RESUME_MUTABLE = {"total_steps", "device", "torch_threads", "precision", "track", "on_disk_error",
-                  "eval_every", "eval_episodes"}
+RESUME_MUTABLE = {
+    "total_steps",
+    "device",
+    "torch_threads",
+    "precision",
+    "track",
+    "on_disk_error",
+    "eval_every",
+    "eval_episodes",
+}
 # What a resume may change besides the step count (where the run runs and how it reports), and what a branch
 # may change: any setting but the algorithm, the preset it started from and the step count.
 RESUME_SETTINGS = RESUME_MUTABLE - {"total_steps"}
-BRANCH_SETTINGS = (({f.name for f in fields(DQNConfig)} | {f.name for f in fields(PPOConfig)})
-                   - {"algo", "preset", "total_steps"})
+BRANCH_SETTINGS = ({f.name for f in fields(DQNConfig)} | {f.name for f in fields(PPOConfig)}) - {
+    "algo",
+    "preset",
+    "total_steps",
+}
 
 
 def field_types(cls) -> dict[str, type]:
@@ -273,26 +316,71 @@ def make_config(algo: str, preset: str, overrides: dict[str, Any]):
     cls, presets = CONFIG_CLASSES[algo]
     if preset not in presets:
         raise PongrlError(f"unknown preset {preset!r} for {algo} (choose from {', '.join(presets)})")
-    values = {**presets[preset], **{k: v for k, v in overrides.items() if v is not None},
-              "preset": preset, "algo": algo}
+    values = {
+        **presets[preset],
+        **{k: v for k, v in overrides.items() if v is not None},
+        "preset": preset,
+        "algo": algo,
+    }
     config = cls(**values)
     validate(config)
     return config
 
 
-POSITIVE = {"total_steps", "num_envs", "buffer_size", "train_frequency", "batch_size", "n_step",
-            "target_update_every", "log_every", "checkpoint_every", "keep_checkpoints", "eval_episodes",
-            "epsilon_decay_steps", "num_steps", "num_minibatches", "update_epochs", "max_cycles", "pool_size",
-            "pool_every"}
-NON_NEGATIVE = {"learning_starts", "eval_every", "max_grad_norm", "torch_threads", "target_kl", "num_checkpoints",
-                "ent_coef", "vf_coef", "clip_coef"}
+POSITIVE = {
+    "total_steps",
+    "num_envs",
+    "buffer_size",
+    "train_frequency",
+    "batch_size",
+    "n_step",
+    "target_update_every",
+    "log_every",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "eval_episodes",
+    "epsilon_decay_steps",
+    "num_steps",
+    "num_minibatches",
+    "update_epochs",
+    "max_cycles",
+    "pool_size",
+    "pool_every",
+}
+NON_NEGATIVE = {
+    "learning_starts",
+    "eval_every",
+    "max_grad_norm",
+    "torch_threads",
+    "target_kl",
+    "num_checkpoints",
+    "ent_coef",
+    "vf_coef",
+    "clip_coef",
+}
 STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
-UNIT_INTERVAL = {"opponent_pool", "builtin_fraction", "gamma", "epsilon_start", "epsilon_end", "eval_epsilon",
-                 "gae_lambda", "priority_alpha", "priority_beta"}
-CHOICES = {"on_disk_error": ("stop", "continue"), "loss": ("huber", "mse"), "device": ("cpu", "cuda", "auto"),
-           "env": ("fast", "reference"),
-           "obs": ("standard", "seed"), "network": ("nature", "small"),
-           "precision": ("float32", "bfloat16"), "game_mode": GAME_MODES, "pool_play": ("sample", "greedy")}
+UNIT_INTERVAL = {
+    "opponent_pool",
+    "builtin_fraction",
+    "gamma",
+    "epsilon_start",
+    "epsilon_end",
+    "eval_epsilon",
+    "gae_lambda",
+    "priority_alpha",
+    "priority_beta",
+}
+CHOICES = {
+    "on_disk_error": ("stop", "continue"),
+    "loss": ("huber", "mse"),
+    "device": ("cpu", "cuda", "auto"),
+    "env": ("fast", "reference"),
+    "obs": ("standard", "seed"),
+    "network": ("nature", "small"),
+    "precision": ("float32", "bfloat16"),
+    "game_mode": GAME_MODES,
+    "pool_play": ("sample", "greedy"),
+}
 
 
 MAX_TORCH_THREADS = 1024
@@ -320,19 +408,23 @@ def validate(config) -> None:
         raise PongrlError("--buffer-size is too small for the number of environments")
     if isinstance(config, PPOConfig):
         if config.algo != "selfplay" and config.game_mode != 4:
-            raise PongrlError("--game-mode is for self-play only "
-                              "(against the built-in AI the game is the single-player one)")
+            raise PongrlError(
+                "--game-mode is for self-play only (against the built-in AI the game is the single-player one)"
+            )
         if config.env == "reference" and config.sticky_actions:
-            raise PongrlError("--sticky-actions needs --env fast (PettingZoo's emulator repeats the first player's "
-                              "actions only)")
+            raise PongrlError(
+                "--sticky-actions needs --env fast (PettingZoo's emulator repeats the first player's actions only)"
+            )
         if config.algo == "selfplay" and config.num_envs % 2:
             raise PongrlError(f"--num-envs counts players in self-play and must be even, got {config.num_envs}")
         learners = config.num_envs
         if config.pool_play != "sample" and not config.opponent_pool:
             raise PongrlError("--pool-play is how the opponent pool plays: it needs --opponent-pool")
         games = config.num_envs // 2
-        for flag, fraction, kind in (("--opponent-pool", config.opponent_pool, "pool game"),
-                                     ("--builtin-fraction", config.builtin_fraction, "game against the built-in AI")):
+        for flag, fraction, kind in (
+            ("--opponent-pool", config.opponent_pool, "pool game"),
+            ("--builtin-fraction", config.builtin_fraction, "game against the built-in AI"),
+        ):
             if not fraction:
                 continue
             if config.algo != "selfplay":
@@ -343,8 +435,10 @@ def validate(config) -> None:
         if pool_game_count(config.opponent_pool, games) + pool_game_count(config.builtin_fraction, games) > games:
             raise PongrlError(f"--opponent-pool and --builtin-fraction ask for more than the {games} games together")
         if (learners * config.num_steps) % config.num_minibatches:
-            raise PongrlError("--num-minibatches must divide the learned steps of a rollout "
-                              "(--num-envs x --num-steps, less the pool opponents' steps)")
+            raise PongrlError(
+                "--num-minibatches must divide the learned steps of a rollout "
+                "(--num-envs x --num-steps, less the pool opponents' steps)"
+            )
 
 
 def pool_game_count(fraction: float, num_games: int) -> int:
@@ -387,6 +481,7 @@ def from_dict(data: Any, source: str):
 
 def save_yaml(config, path: str) -> None:
     from pongrl.checkpoint import atomic_write_bytes
+
     text = yaml.safe_dump(to_dict(config), sort_keys=False)
     atomic_write_bytes(path, text.encode())
 
@@ -406,13 +501,15 @@ def check_same_experiment(payload: dict, config) -> None:
     """A checkpoint resumes only the run it came from: same algorithm and the same settings, apart
     from those a resume may change (RESUME_MUTABLE)."""
     if payload.get("algo") != config.algo:
-        raise PongrlError(f"{payload.get('path')}: a {payload.get('algo')!r} checkpoint "
-                          f"cannot resume a {config.algo} run")
+        raise PongrlError(
+            f"{payload.get('path')}: a {payload.get('algo')!r} checkpoint cannot resume a {config.algo} run"
+        )
     saved = payload.get("config", {})
     current = to_dict(config)
     # A setting added after the checkpoint was written is absent from it: it ran with the default.
     defaults = {f.name: f.default for f in fields(config)}
     differing = sorted(k for k in current if k not in RESUME_MUTABLE and saved.get(k, defaults[k]) != current[k])
     if differing:
-        raise PongrlError(f"{payload.get('path')}: checkpoint does not match the run's config.yaml "
-                          f"({', '.join(differing)} differ)")
+        raise PongrlError(
+            f"{payload.get('path')}: checkpoint does not match the run's config.yaml ({', '.join(differing)} differ)"
+        )

@@ -8,6 +8,7 @@ gradient-norm clip, with advantages normalised over the union of the ranks' mini
 equals the single-process update on the union of the ranks' batches. Backend: gloo on CPU, nccl on
 CUDA. Rank 0 alone writes logs, metrics, checkpoints and evaluations.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,15 +51,20 @@ class World:
         flat /= self.size
         offset = 0
         for g in grads:
-            g.copy_(flat[offset:offset + g.numel()].view_as(g))
+            g.copy_(flat[offset : offset + g.numel()].view_as(g))
             offset += g.numel()
 
     def normalize(self, advantages: torch.Tensor) -> torch.Tensor:
         """(a - mean) / (std + 1e-8) with the mean and the unbiased std of all ranks' entries."""
         if not self.active:
             return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        moments = torch.stack([advantages.sum(), (advantages * advantages).sum(),
-                               torch.tensor(float(advantages.numel()), device=advantages.device)]).to(self.device)
+        moments = torch.stack(
+            [
+                advantages.sum(),
+                (advantages * advantages).sum(),
+                torch.tensor(float(advantages.numel()), device=advantages.device),
+            ]
+        ).to(self.device)
         dist.all_reduce(moments)
         total, squares, count = moments.to(advantages.device)
         mean = total / count
@@ -125,10 +131,14 @@ def split_envs(config, world: World) -> int:
     split into the same whole minibatches, so that an update is the one-process update on the union."""
     unit = 2 if config.algo == "selfplay" else 1
     if config.num_envs % (world.size * unit):
-        raise PongrlError(f"--num-envs {config.num_envs} does not split evenly over {world.size} processes"
-                          + (" (in self-play each process needs whole games, two envs each)" if unit == 2 else ""))
+        raise PongrlError(
+            f"--num-envs {config.num_envs} does not split evenly over {world.size} processes"
+            + (" (in self-play each process needs whole games, two envs each)" if unit == 2 else "")
+        )
     share = config.num_envs // world.size
     if (share * config.num_steps) % config.num_minibatches:
-        raise PongrlError(f"--num-minibatches {config.num_minibatches} must divide each process's rollout "
-                          f"({share} envs x {config.num_steps} steps)")
+        raise PongrlError(
+            f"--num-minibatches {config.num_minibatches} must divide each process's rollout "
+            f"({share} envs x {config.num_steps} steps)"
+        )
     return share

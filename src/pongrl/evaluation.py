@@ -2,6 +2,7 @@
 exact (the seeds' deterministic emulator: greedy play from each of the 31 no-op starts gives the exact expected
 score, and a policy may win it by repeating a few memorized games) and sticky actions 0.25 (the ALE v5
 protocol the field compares on: every game differs, so it is estimated from many games, with its interval)."""
+
 from __future__ import annotations
 
 from typing import Callable, Iterable
@@ -17,8 +18,14 @@ STICKY_PROTOCOL = 0.25  # the ALE v5 protocol's sticky-action probability (Macha
 STICKY_GAMES = 100  # games of a sticky score: the 95% interval of a +19 agent is then about +-0.3 points
 
 
-def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int, profile: str = "standard",
-               starts: list[int] | None = None, sticky_actions: float = 0.0) -> list[dict]:
+def play_games(
+    act: Callable[[np.ndarray], np.ndarray],
+    episodes: int,
+    seed: int,
+    profile: str = "standard",
+    starts: list[int] | None = None,
+    sticky_actions: float = 0.0,
+) -> list[dict]:
     """Play `episodes` whole games with `act` (a batch of observations -> actions) on the right
     paddle against the built-in AI, showing the agent its observation `profile`. Each emulator plays
     a fixed quota of games, so short games do not crowd out long ones. With `starts` (no-op frame
@@ -38,13 +45,19 @@ def play_games(act: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
     player = FunctionPlayer(act, profile)
     plans = [GamePlan(player, BUILTIN, start=None if starts is None else int(starts[i])) for i in range(episodes)]
     # ale-py's C++ vector env where it can (the standard profile, drawn starts): the fastest way to play
-    records = run_games(spread(plans), seed=seed, sticky_actions=sticky_actions,
-                        vectorized=profile == "standard" and starts is None)
+    records = run_games(
+        spread(plans), seed=seed, sticky_actions=sticky_actions, vectorized=profile == "standard" and starts is None
+    )
     games = []
     for record in records:
-        game = {"score": record["first_points"] - record["second_points"], "points_won": record["first_points"],
-                "points_lost": record["second_points"], "length": record["steps"], "truncated": record["cut"],
-                "fingerprint": record["course"]}
+        game = {
+            "score": record["first_points"] - record["second_points"],
+            "points_won": record["first_points"],
+            "points_lost": record["second_points"],
+            "length": record["steps"],
+            "truncated": record["cut"],
+            "fingerprint": record["course"],
+        }
         if starts is not None:
             game["start_noop_frames"] = record["start"]
         games.append(game)
@@ -57,8 +70,11 @@ def summarize(games: list[dict]) -> dict:
     from scipy import stats
 
     scores = np.array([g["score"] for g in games], np.float64)
-    half_width = float(stats.t.ppf(0.975, len(scores) - 1) * scores.std(ddof=1) / np.sqrt(len(scores))) \
-        if len(scores) > 1 else None
+    half_width = (
+        float(stats.t.ppf(0.975, len(scores) - 1) * scores.std(ddof=1) / np.sqrt(len(scores)))
+        if len(scores) > 1
+        else None
+    )
     summary = {
         "games": len(games),
         "mean": float(scores.mean()),
@@ -95,13 +111,19 @@ def evaluate(agent, episodes: int = 10, seed: int = 0, epsilon: float = 0.0, sti
     return {**summarize(games), "per_game": games}
 
 
-def evaluate_agent(agent, episodes: int, seed: int, epsilon: float = 0.0, sample: bool = False,
-                   sticky_actions: float = 0.0) -> list[dict]:
+def evaluate_agent(
+    agent, episodes: int, seed: int, epsilon: float = 0.0, sample: bool = False, sticky_actions: float = 0.0
+) -> list[dict]:
     """Any loaded agent (see pongrl.agent) against the built-in AI, in its own observation profile;
     greedy (with `epsilon`), or drawing its actions from its policy when `sample` is set."""
     rng = np.random.default_rng(seed)
-    return play_games(lambda obs: agent.act(obs, epsilon, rng, sample=sample), episodes, seed, agent.obs_profile,
-                      sticky_actions=sticky_actions)
+    return play_games(
+        lambda obs: agent.act(obs, epsilon, rng, sample=sample),
+        episodes,
+        seed,
+        agent.obs_profile,
+        sticky_actions=sticky_actions,
+    )
 
 
 def evaluate_every_start(agent, seed: int = 0) -> list[dict]:
@@ -122,8 +144,11 @@ def evaluate_protocols(agent, sticky_games: int = STICKY_GAMES, seed: int = 0) -
 
     agent = as_agent(agent)
     exact = summarize(evaluate_every_start(agent))
-    sticky = {**summarize(evaluate_agent(agent, sticky_games, seed, sticky_actions=STICKY_PROTOCOL)),
-              "probability": STICKY_PROTOCOL, "seed": seed}
+    sticky = {
+        **summarize(evaluate_agent(agent, sticky_games, seed, sticky_actions=STICKY_PROTOCOL)),
+        "probability": STICKY_PROTOCOL,
+        "seed": seed,
+    }
     return {"exact": exact, "sticky": sticky}
 
 
@@ -131,9 +156,14 @@ def describe_protocols(result: dict) -> list[str]:
     """The two scores of `evaluate_protocols` in words, a line each."""
     exact, sticky = result["exact"], result["sticky"]
     won = count_outcomes(exact["scores"])["won"]
-    interval = ("no interval from one game" if sticky["ci95"] is None else
-                "95% interval {:+.2f}..{:+.2f}".format(*sticky["ci95"]))
-    return [f"exact protocol: {exact['mean']:+.2f} over all {exact['games']} starts ({won} won; "
-            f"{exact['distinct_games']} distinct games)",
-            f"sticky actions {sticky['probability']:g}: {sticky['mean']:+.2f} over {sticky['games']} games "
-            f"({interval}; seed {sticky['seed']})"]
+    interval = (
+        "no interval from one game"
+        if sticky["ci95"] is None
+        else "95% interval {:+.2f}..{:+.2f}".format(*sticky["ci95"])
+    )
+    return [
+        f"exact protocol: {exact['mean']:+.2f} over all {exact['games']} starts ({won} won; "
+        f"{exact['distinct_games']} distinct games)",
+        f"sticky actions {sticky['probability']:g}: {sticky['mean']:+.2f} over {sticky['games']} games "
+        f"({interval}; seed {sticky['seed']})",
+    ]

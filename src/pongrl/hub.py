@@ -6,6 +6,7 @@ validation: safetensors, pongrl checkpoints, or the self-play card's bare state_
 running code. Offline, or where the Hub cannot be reached, a cached copy is used; a file that is not
 in the cache is refused in one line.
 """
+
 from __future__ import annotations
 
 from pongrl.errors import PongrlError
@@ -19,7 +20,7 @@ def is_hub_spec(spec: str) -> bool:
 
 def split_spec(spec: str) -> tuple[str, str]:
     """`hf://OWNER/REPO/FILE` -> ("OWNER/REPO", "FILE"); FILE may lie in folders."""
-    parts = spec[len(PREFIX):].split("/", 2)
+    parts = spec[len(PREFIX) :].split("/", 2)
     if len(parts) < 3 or not all(parts):
         raise PongrlError(f"{spec}: a Hub agent is named hf://OWNER/REPO/FILE")
     return f"{parts[0]}/{parts[1]}", parts[2]
@@ -31,8 +32,12 @@ def download(spec: str) -> str:
     try:
         from huggingface_hub import hf_hub_download
         from huggingface_hub.utils import logging as hub_logging
-        from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError,
-                                            RepositoryNotFoundError)
+        from huggingface_hub.errors import (
+            EntryNotFoundError,
+            HfHubHTTPError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+        )
     except ImportError:
         raise PongrlError(f"{spec}: loading from the Hub needs huggingface_hub (pip install huggingface_hub)") from None
     hub_logging.set_verbosity_error()  # its retry warnings would bury the one-line reason given below

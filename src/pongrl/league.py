@@ -16,6 +16,7 @@ Matches are cached in `OUT/matches.jsonl` by (the two checkpoints' SHA-256, seed
 frame cap, serve assist, two-player game variation): adding checkpoints plays only the new pairs,
 and an interrupted league keeps every finished match (each is appended and flushed as it finishes).
 """
+
 from __future__ import annotations
 
 import csv
@@ -103,14 +104,23 @@ def scheduled_pairs(entrants: list[Entrant], mode: str) -> list[tuple[int, int]]
     ends = []
     for members in runs.values():
         for position, i in enumerate(members):
-            pairs.update((i, j) for j in members[position + 1:position + 1 + NEIGHBOURS])
+            pairs.update((i, j) for j in members[position + 1 : position + 1 + NEIGHBOURS])
         ends.extend({members[0], members[-1]})
     pairs.update((min(i, j), max(i, j)) for i in ends for j in ends if i != j)
     return sorted(pairs)
 
 
-def match_key(first: str, second: str, seed: int, games: int, sample: bool, max_frames: int,
-              serve_assist: bool = False, game_mode: int = CLASSIC_MODE, sticky_actions: float = 0.0) -> str:
+def match_key(
+    first: str,
+    second: str,
+    seed: int,
+    games: int,
+    sample: bool,
+    max_frames: int,
+    serve_assist: bool = False,
+    game_mode: int = CLASSIC_MODE,
+    sticky_actions: float = 0.0,
+) -> str:
     # Settings at their old defaults add nothing, so keys cached before those settings existed stay valid.
     key = f"{first}|{second}|seed={seed}|games={games}|sample={int(sample)}|max_frames={max_frames}"
     key += "|serve_assist=1" if serve_assist else ""
@@ -151,8 +161,17 @@ def _init_worker() -> None:
     torch.set_num_threads(1)  # one core per match process
 
 
-def _play_pair(first_path: str, second_path: str, games: int, seed: int, sample: bool, max_frames: int,
-               serve_assist: bool, game_mode: int, sticky_actions: float) -> list[dict]:
+def _play_pair(
+    first_path: str,
+    second_path: str,
+    games: int,
+    seed: int,
+    sample: bool,
+    max_frames: int,
+    serve_assist: bool,
+    game_mode: int,
+    sticky_actions: float,
+) -> list[dict]:
     players = []
     for path in (first_path, second_path):
         if path not in _WORKER_PLAYERS:
@@ -163,10 +182,21 @@ def _play_pair(first_path: str, second_path: str, games: int, seed: int, sample:
     return play_match(players[0], players[1], games, seed, sample, max_frames, serve_assist, sticky, mode)
 
 
-def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: str, games: int, seed: int,
-                sample: bool, max_frames: int, workers: int, show_progress: bool = True,
-                serve_assist: bool = False, game_mode: int = CLASSIC_MODE, sticky_actions: float = 0.0,
-                verbose: bool = False) -> list[dict]:
+def play_league(
+    entrants: list[Entrant],
+    pairs: list[tuple[int, int]],
+    out_dir: str,
+    games: int,
+    seed: int,
+    sample: bool,
+    max_frames: int,
+    workers: int,
+    show_progress: bool = True,
+    serve_assist: bool = False,
+    game_mode: int = CLASSIC_MODE,
+    sticky_actions: float = 0.0,
+    verbose: bool = False,
+) -> list[dict]:
     """Play the pairs not in the cache, appending each finished match; returns all the pairs' records.
     Pairs of two agents play the two-player variation `game_mode`; the built-in AI, the single-player game,
     under `sticky_actions` (0.25: the ALE v5 protocol). `verbose` says on stderr how many pairs are cached and
@@ -174,27 +204,56 @@ def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: 
     os.makedirs(out_dir, exist_ok=True)
     cache_path = os.path.join(out_dir, "matches.jsonl")
     cache = read_cache(cache_path)
-    keys = {(i, j): match_key(entrants[i].key, entrants[j].key, seed, games, sample, max_frames, serve_assist,
-                              game_mode, sticky_actions) for i, j in pairs}
+    keys = {
+        (i, j): match_key(
+            entrants[i].key, entrants[j].key, seed, games, sample, max_frames, serve_assist, game_mode, sticky_actions
+        )
+        for i, j in pairs
+    }
     todo = [pair for pair in pairs if keys[pair] not in cache]
     if verbose:
-        print(f"pongrl: league of {len(entrants)} players: {len(pairs)} pairs, {len(pairs) - len(todo)} cached, "
-              f"{len(todo)} to play ({games} games each)", file=sys.stderr)
+        print(
+            f"pongrl: league of {len(entrants)} players: {len(pairs)} pairs, {len(pairs) - len(todo)} cached, "
+            f"{len(todo)} to play ({games} games each)",
+            file=sys.stderr,
+        )
     if todo:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), unit="match", disable=not (verbose and show_progress), file=sys.stderr)
         processes = max(1, min(workers, len(todo)))
-        with open(cache_path, "a") as handle, ProcessPoolExecutor(
-                max_workers=processes, mp_context=get_context("spawn"), initializer=_init_worker) as pool:
-            futures = {pool.submit(_play_pair, entrants[i].path, entrants[j].path, games, seed, sample, max_frames,
-                                   serve_assist, game_mode, sticky_actions): (i, j) for i, j in todo}
+        with (
+            open(cache_path, "a") as handle,
+            ProcessPoolExecutor(
+                max_workers=processes, mp_context=get_context("spawn"), initializer=_init_worker
+            ) as pool,
+        ):
+            futures = {
+                pool.submit(
+                    _play_pair,
+                    entrants[i].path,
+                    entrants[j].path,
+                    games,
+                    seed,
+                    sample,
+                    max_frames,
+                    serve_assist,
+                    game_mode,
+                    sticky_actions,
+                ): (i, j)
+                for i, j in todo
+            }
             try:
                 for future in as_completed(futures):
                     i, j = futures[future]
-                    record = {"key": keys[(i, j)], "first": entrants[i].key, "second": entrants[j].key,
-                              "first_name": entrants[i].name, "second_name": entrants[j].name,
-                              "games": future.result()}
+                    record = {
+                        "key": keys[(i, j)],
+                        "first": entrants[i].key,
+                        "second": entrants[j].key,
+                        "first_name": entrants[i].name,
+                        "second_name": entrants[j].name,
+                        "games": future.result(),
+                    }
                     record["summary"] = summarize_match(record["games"])
                     handle.write(json.dumps(record) + "\n")
                     handle.flush()
@@ -210,8 +269,9 @@ def play_league(entrants: list[Entrant], pairs: list[tuple[int, int]], out_dir: 
     return [cache[keys[pair]] for pair in pairs]
 
 
-def fit_ratings(num_players: int, results: list[tuple[int, int, float]],
-                anchor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def fit_ratings(
+    num_players: int, results: list[tuple[int, int, float]], anchor: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Bradley-Terry maximum likelihood on (i, j, score of i) game results (1 win, 0.5 draw, 0 loss).
     Returns Elo-scaled ratings and their standard errors."""
     import choix
@@ -255,10 +315,15 @@ def game_results(entrants: list[Entrant], records: list[dict]) -> list[tuple[int
 
 def _flipped(game: dict) -> dict:
     """A game scored for the second player instead of the first."""
-    return {**game, "first_points": game["second_points"], "second_points": game["first_points"],
-            "score": -game["score"], "outcome": {"win": "loss", "loss": "win"}.get(game["outcome"], "draw"),
-            "first_serve_penalties": game["second_serve_penalties"],
-            "second_serve_penalties": game["first_serve_penalties"]}
+    return {
+        **game,
+        "first_points": game["second_points"],
+        "second_points": game["first_points"],
+        "score": -game["score"],
+        "outcome": {"win": "loss", "loss": "win"}.get(game["outcome"], "draw"),
+        "first_serve_penalties": game["second_serve_penalties"],
+        "second_serve_penalties": game["first_serve_penalties"],
+    }
 
 
 def games_of(key: str, records: list[dict]) -> list[tuple[str, dict]]:
@@ -280,14 +345,20 @@ def ratings_table(entrants: list[Entrant], records: list[dict]) -> list[dict]:
         played = games_of(entrant.key, records)
         versus_builtin = [game for opponent, game in played if opponent == BUILTIN]
         summary = summarize_match(versus_builtin) if versus_builtin else None
-        rows.append({"player": entrant.name, "run": entrant.run,
-                     "env_step": entrant.env_step if entrant.key != BUILTIN else "",
-                     "rating": round(float(ratings[k]), 1),
-                     "rating_low": round(float(ratings[k] - 1.96 * errors[k]), 1),
-                     "rating_high": round(float(ratings[k] + 1.96 * errors[k]), 1), "games": len(played),
-                     "win_rate_vs_builtin": round(summary["win_rate"], 3) if summary else "",
-                     "score_vs_builtin": round(summary["mean_point_difference"], 2) if summary else "",
-                     "sha256": entrant.key})
+        rows.append(
+            {
+                "player": entrant.name,
+                "run": entrant.run,
+                "env_step": entrant.env_step if entrant.key != BUILTIN else "",
+                "rating": round(float(ratings[k]), 1),
+                "rating_low": round(float(ratings[k] - 1.96 * errors[k]), 1),
+                "rating_high": round(float(ratings[k] + 1.96 * errors[k]), 1),
+                "games": len(played),
+                "win_rate_vs_builtin": round(summary["win_rate"], 3) if summary else "",
+                "score_vs_builtin": round(summary["mean_point_difference"], 2) if summary else "",
+                "sha256": entrant.key,
+            }
+        )
     return sorted(rows, key=lambda row: -row["rating"])
 
 
@@ -309,20 +380,34 @@ def write_tables(rows: list[dict], out_dir: str) -> tuple[str, str]:
 
 def ratings_markdown(rows: list[dict]) -> str:
     """The rows of `ratings_table` as ratings.md's Markdown table, best first."""
-    lines = ["| rank | player | env step | rating (95% interval) | games | win rate vs built-in AI "
-             "| score vs built-in AI |",
-             "|---:|---|---:|---|---:|---:|---:|"]
+    lines = [
+        "| rank | player | env step | rating (95% interval) | games | win rate vs built-in AI | score vs built-in AI |",
+        "|---:|---|---:|---|---:|---:|---:|",
+    ]
     for rank, row in enumerate(rows, 1):
         rating = f"{row['rating']:+.0f} ({row['rating_low']:+.0f} .. {row['rating_high']:+.0f})"
-        lines.append(f"| {rank} | {row['player']} | {row['env_step']} | {rating} | {row['games']} "
-                     f"| {row['win_rate_vs_builtin']} | {row['score_vs_builtin']} |")
+        lines.append(
+            f"| {rank} | {row['player']} | {row['env_step']} | {rating} | {row['games']} "
+            f"| {row['win_rate_vs_builtin']} | {row['score_vs_builtin']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def run_league(inputs: list[str], out_dir: str | None = None, games_per_pair: int = 4, include_builtin: bool = False,
-               sticky_actions: float = 0.0, schedule: str = "auto", seed: int = 0, sample: bool = False,
-               max_frames: int = MAX_CYCLES, serve_assist: bool = False, game_mode: int = CLASSIC_MODE,
-               workers: int | None = None, verbose: bool = False) -> dict:
+def run_league(
+    inputs: list[str],
+    out_dir: str | None = None,
+    games_per_pair: int = 4,
+    include_builtin: bool = False,
+    sticky_actions: float = 0.0,
+    schedule: str = "auto",
+    seed: int = 0,
+    sample: bool = False,
+    max_frames: int = MAX_CYCLES,
+    serve_assist: bool = False,
+    game_mode: int = CLASSIC_MODE,
+    workers: int | None = None,
+    verbose: bool = False,
+) -> dict:
     """Rate many agents by playing them against each other: the whole course of `pongrl league`.
 
     `inputs` are run directories (all their checkpoints, oldest first), checkpoint, state_dict or safetensors
@@ -353,8 +438,9 @@ def run_league(inputs: list[str], out_dir: str | None = None, games_per_pair: in
     if not 0.0 <= sticky_actions < 1.0:
         raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
     if sticky_actions and not include_builtin:
-        raise PongrlError("--sticky-actions is the protocol of the games against the built-in AI: "
-                          "it needs --include-builtin")
+        raise PongrlError(
+            "--sticky-actions is the protocol of the games against the built-in AI: it needs --include-builtin"
+        )
     if schedule not in SCHEDULES:
         raise PongrlError(f"the schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     if game_mode not in GAME_MODES:
@@ -370,9 +456,21 @@ def run_league(inputs: list[str], out_dir: str | None = None, games_per_pair: in
             raise PongrlError("give --out DIR (no run directory among the inputs to put the league in)")
         out_dir = os.path.join(runs[0], "league")
     pairs = scheduled_pairs(entrants, schedule)
-    records = play_league(entrants, pairs, out_dir, games_per_pair, seed, sample, max_frames,
-                          workers, show_progress=sys.stderr.isatty(), serve_assist=serve_assist,
-                          game_mode=game_mode, sticky_actions=sticky_actions, verbose=verbose)
+    records = play_league(
+        entrants,
+        pairs,
+        out_dir,
+        games_per_pair,
+        seed,
+        sample,
+        max_frames,
+        workers,
+        show_progress=sys.stderr.isatty(),
+        serve_assist=serve_assist,
+        game_mode=game_mode,
+        sticky_actions=sticky_actions,
+        verbose=verbose,
+    )
     rows = ratings_table(entrants, records)
     csv_path, md_path = write_tables(rows, out_dir)
     png: str | None = os.path.join(out_dir, "ratings.png")
@@ -382,6 +480,12 @@ def run_league(inputs: list[str], out_dir: str | None = None, games_per_pair: in
         plot_league(csv_path, png)
     else:
         png = None
-    return {"ratings": rows, "markdown": ratings_markdown(rows), "out_dir": out_dir,
-            "matches": os.path.join(out_dir, "matches.jsonl"), "ratings_csv": csv_path, "ratings_md": md_path,
-            "ratings_png": png}
+    return {
+        "ratings": rows,
+        "markdown": ratings_markdown(rows),
+        "out_dir": out_dir,
+        "matches": os.path.join(out_dir, "matches.jsonl"),
+        "ratings_csv": csv_path,
+        "ratings_md": md_path,
+        "ratings_png": png,
+    }

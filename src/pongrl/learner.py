@@ -5,6 +5,7 @@ its counters (steps, episodes, wall seconds, resumes, emulator seed, and its own
 returns and lengths, and every RNG: python, numpy (global and the learner's generator), torch (global
 and the generator that shuffles minibatches).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -44,10 +45,13 @@ class LearnerState:
 
     def payload(self) -> dict:
         return {
-            "algo": self.config.algo, "obs_profile": self.obs_profile(), "env_step": self.counters["env_step"],
+            "algo": self.config.algo,
+            "obs_profile": self.obs_profile(),
+            "env_step": self.counters["env_step"],
             "config": config_module.to_dict(self.config),
             "state": {name: module.state_dict() for name, module in self.modules().items()},
-            "counters": dict(self.counters), "recent_returns": list(self.recent_returns),
+            "counters": dict(self.counters),
+            "recent_returns": list(self.recent_returns),
             "recent_lengths": list(self.recent_lengths),
             "rng": {**capture_rng(self.rng), "torch_generator": self.torch_generator.get_state()},
             "torch_version": str(torch.__version__),
@@ -67,8 +71,9 @@ class LearnerState:
             if "torch_generator" in payload["rng"]:  # absent in the first DQN checkpoints, which did not use it
                 self.torch_generator.set_state(payload["rng"]["torch_generator"])
         except (KeyError, RuntimeError, ValueError, TypeError) as error:
-            raise PongrlError(f"{payload.get('path')}: incomplete {self.config.algo} checkpoint "
-                              f"({str(error)[:100]})") from None
+            raise PongrlError(
+                f"{payload.get('path')}: incomplete {self.config.algo} checkpoint ({str(error)[:100]})"
+            ) from None
         if added:
             self.on_added(added)
 

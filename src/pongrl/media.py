@@ -1,4 +1,5 @@
 """What a person looks at: learning curves and videos of an agent playing."""
+
 from __future__ import annotations
 
 import math
@@ -70,12 +71,22 @@ def plot_runs(run_dirs: list[str], out: str) -> None:
             ax_return.plot(steps, series["train_return"], color=color, label=f"{label} (training, last 10 games)")
         has_eval = ~np.isnan(series["eval_return"])
         if has_eval.any():
-            ax_return.plot(steps[has_eval], series["eval_return"][has_eval], "o--", color=color,
-                           label=f"{label} (evaluation against the built-in AI)")
+            ax_return.plot(
+                steps[has_eval],
+                series["eval_return"][has_eval],
+                "o--",
+                color=color,
+                label=f"{label} (evaluation against the built-in AI)",
+            )
         has_sampled = ~np.isnan(series["eval_sampled_return"])
         if has_sampled.any():
-            ax_return.plot(steps[has_sampled], series["eval_sampled_return"][has_sampled], "^:", color=color,
-                           label=f"{label} (evaluation, actions sampled from the policy)")
+            ax_return.plot(
+                steps[has_sampled],
+                series["eval_sampled_return"][has_sampled],
+                "^:",
+                color=color,
+                label=f"{label} (evaluation, actions sampled from the policy)",
+            )
         ax_loss.plot(steps, series["loss"], color=color, label=f"{label} ({series['loss_name']})")
         ax_length.plot(steps, series["length"], color=color, label=label)
     steps_label = "environment steps (agent steps for self-play)" if any(self_play.values()) else "environment steps"
@@ -150,14 +161,25 @@ def caption_frame(frame: np.ndarray, left: str, right: str, scale: int) -> np.nd
         font_scale = min(0.3 * scale, (width / 2 - 6) / max(unit_width, 1))
         (text_width, _), _ = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, font_scale, 1)
         x = 3 if x_align == 0 else max(3, width - text_width - 3)
-        cv2.putText(strip, text, (x, height - 3 * scale), cv2.FONT_HERSHEY_SIMPLEX, font_scale, (236, 236, 236), 1,
-                    cv2.LINE_AA)
+        cv2.putText(
+            strip, text, (x, height - 3 * scale), cv2.FONT_HERSHEY_SIMPLEX, font_scale, (236, 236, 236), 1, cv2.LINE_AA
+        )
     return np.concatenate([screen, strip], axis=0)
 
 
-def record_video(first, second, out: str, games: int = 1, max_frames: int | None = None, seed: int = 0,
-                 sample: bool = False, epsilon: float = 0.0, scale: int = 2, serve_assist: bool = False,
-                 game_mode: int | None = None) -> dict:
+def record_video(
+    first,
+    second,
+    out: str,
+    games: int = 1,
+    max_frames: int | None = None,
+    seed: int = 0,
+    sample: bool = False,
+    epsilon: float = 0.0,
+    scale: int = 2,
+    serve_assist: bool = False,
+    game_mode: int | None = None,
+) -> dict:
     """Record `games` whole games (or stop at `max_frames` emulator frames) between two arena
     players (pongrl.arena.Player; `second` may be the built-in AI), in full colour with the score and
     both names shown. Against the built-in AI the agent plays the right paddle; between two agents
@@ -191,8 +213,12 @@ def record_video(first, second, out: str, games: int = 1, max_frames: int | None
                 right, left = (first, second) if agent_first else (second, first)
                 game_seed = seed + game_index
             else:
-                plan = GamePlan(seat(first), seat(second), first_right=game_index % 2 == 0,
-                                start=int(rng.integers(0, MAX_START_NOOP_FRAMES)))
+                plan = GamePlan(
+                    seat(first),
+                    seat(second),
+                    first_right=game_index % 2 == 0,
+                    start=int(rng.integers(0, MAX_START_NOOP_FRAMES)),
+                )
                 right, left = (first, second) if plan.first_right else (second, first)
                 game_seed = seed
             names = ("built-in AI" if left.is_builtin else left.name, right.name)  # (left paddle, right paddle)
@@ -202,11 +228,24 @@ def record_video(first, second, out: str, games: int = 1, max_frames: int | None
                     writer.add(caption_frame(frame, *names, scale))
                 driver.colour_frames[0].clear()
 
-            record = play_games([[plan]], before_step=show, after_step=show, stop=lambda: writer.full,
-                                seed=game_seed, record_colour=True, serve_assist=serve_assist, game_mode=game_mode)[0]
-            results.append({"right": right.name if not right.is_builtin else "builtin",
-                            "left": left.name if not left.is_builtin else "builtin",
-                            "first_points": record["first_points"], "second_points": record["second_points"]})
+            record = play_games(
+                [[plan]],
+                before_step=show,
+                after_step=show,
+                stop=lambda: writer.full,
+                seed=game_seed,
+                record_colour=True,
+                serve_assist=serve_assist,
+                game_mode=game_mode,
+            )[0]
+            results.append(
+                {
+                    "right": right.name if not right.is_builtin else "builtin",
+                    "left": left.name if not left.is_builtin else "builtin",
+                    "first_points": record["first_points"],
+                    "second_points": record["second_points"],
+                }
+            )
     except BaseException:
         writer.abandon()
         raise
@@ -245,8 +284,12 @@ def plot_league(ratings_csv: str, out: str) -> None:
         if not np.isnan(rate).all():
             ax_rate.plot(steps, rate, "o-", label=label)
     ax_rating.set(xlabel="environment steps", ylabel="rating (Elo scale)", title="League rating")
-    ax_rate.set(xlabel="environment steps", ylabel="win rate (draws count half)", ylim=(-0.05, 1.05),
-                title="Win rate against the built-in AI")
+    ax_rate.set(
+        xlabel="environment steps",
+        ylabel="win rate (draws count half)",
+        ylim=(-0.05, 1.05),
+        title="Win rate against the built-in AI",
+    )
     for axis in (ax_rating, ax_rate):
         axis.grid(alpha=0.3)
         if axis.get_legend_handles_labels()[0]:

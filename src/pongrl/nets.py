@@ -8,6 +8,7 @@ Two torsos, picked by `--network`:
   of the arithmetic per frame, for learning faster in wall-clock time on a CPU.
 Intermediate activations are easy to read out by iterating the Sequential.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -125,8 +126,13 @@ class ActorCritic(nn.Module):
     as the seed's does. Inputs are uint8 or float pixels in [0, 255], layout (N, 84, 84, 4).
     """
 
-    def __init__(self, num_actions: int = NUM_ACTIONS, share_network: bool = False, network: str = "nature",
-                 precision: str = "float32"):
+    def __init__(
+        self,
+        num_actions: int = NUM_ACTIONS,
+        share_network: bool = False,
+        network: str = "nature",
+        precision: str = "float32",
+    ):
         super().__init__()
         self.share_network = share_network
         self.bfloat16 = precision == "bfloat16"
@@ -145,8 +151,9 @@ class ActorCritic(nn.Module):
         """Action logits (N, A) and values (N,) in one pass (the torso runs once when shared)."""
         x = self._prepare(frames)
         actor_features = torso_features(self.actor_network, x, self.bfloat16)
-        critic_features = (actor_features if self.share_network
-                           else torso_features(self.critic_network, x, self.bfloat16))
+        critic_features = (
+            actor_features if self.share_network else torso_features(self.critic_network, x, self.bfloat16)
+        )
         return self.actor(actor_features), self.critic(critic_features).squeeze(-1)
 
     def logits(self, frames: torch.Tensor) -> torch.Tensor:
@@ -165,6 +172,6 @@ class ActorCritic(nn.Module):
 
 def is_shared_torso(state_dict: dict) -> bool:
     """A seed-format state_dict shares its torso when every critic_network tensor equals the actor's."""
-    actor = {k[len("actor_network."):]: v for k, v in state_dict.items() if k.startswith("actor_network.")}
-    critic = {k[len("critic_network."):]: v for k, v in state_dict.items() if k.startswith("critic_network.")}
+    actor = {k[len("actor_network.") :]: v for k, v in state_dict.items() if k.startswith("actor_network.")}
+    critic = {k[len("critic_network.") :]: v for k, v in state_dict.items() if k.startswith("critic_network.")}
     return bool(actor) and actor.keys() == critic.keys() and all(torch.equal(actor[k], critic[k]) for k in actor)

@@ -24,6 +24,7 @@ lets through a quarter of the time), so against it the learner is paid only for 
 defender (docs/results.md). The pool is part of the learner's state, so a resume continues against the same
 opponents.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,10 @@ from pongrl.seeding import derived_seed
 class OpponentPool:
     def __init__(self, config, num_games: int, num_actions: int, device: torch.device):
         self.pool_games = pool_game_count(config.opponent_pool, num_games)
-        self.slots = [ActorCritic(num_actions, config.share_network, config.network, config.precision).to(device).eval()
-                      for _ in range(config.pool_size)]
+        self.slots = [
+            ActorCritic(num_actions, config.share_network, config.network, config.precision).to(device).eval()
+            for _ in range(config.pool_size)
+        ]
         self.filled = 0  # slots holding a snapshot
         self.next_slot = 0  # where the next snapshot goes (the oldest once the window is full)
         self.opponent = np.zeros(self.pool_games, np.int64)  # the slot each pool game plays against
@@ -67,7 +70,7 @@ class OpponentPool:
 
     def games_ended(self, game_ended: np.ndarray) -> None:
         """Each pool game that just ended meets a new opponent drawn from the window."""
-        for game in np.flatnonzero(game_ended[:self.pool_games]):
+        for game in np.flatnonzero(game_ended[: self.pool_games]):
             self.opponent[game] = self.rng.integers(self.filled)
 
     @torch.inference_mode()
@@ -80,8 +83,12 @@ class OpponentPool:
             actions[entries] = chosen.cpu()
 
     def state_dict(self) -> dict:
-        return {"snapshots": [self.slots[i].state_dict() for i in range(self.filled)], "next_slot": self.next_slot,
-                "opponent": torch.from_numpy(self.opponent.copy()), "rng": self.rng.bit_generator.state}
+        return {
+            "snapshots": [self.slots[i].state_dict() for i in range(self.filled)],
+            "next_slot": self.next_slot,
+            "opponent": torch.from_numpy(self.opponent.copy()),
+            "rng": self.rng.bit_generator.state,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         snapshots = state["snapshots"]

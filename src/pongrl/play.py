@@ -22,6 +22,7 @@ game's frame rate, key latency and what its emulator holds (paddles, score).
 A little over 400 lines on purpose: the page's games, its server and the checks that keep other sites out are
 one feature, reviewed together.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,8 +39,15 @@ from pongrl.agent import PolicyAgent
 from pongrl.arena import Player, load_player
 from pongrl.runner import BUILTIN, LiveGame, PersonPlayer
 from pongrl.errors import PongrlError
-from pongrl.game import (ACTION_NAMES, LEFT, RAM_LEFT_PADDLE_Y, RAM_RIGHT_PADDLE_Y, RAM_SCORE_LEFT, RAM_SCORE_RIGHT,
-                         RIGHT)
+from pongrl.game import (
+    ACTION_NAMES,
+    LEFT,
+    RAM_LEFT_PADDLE_Y,
+    RAM_RIGHT_PADDLE_Y,
+    RAM_SCORE_LEFT,
+    RAM_SCORE_RIGHT,
+    RIGHT,
+)
 
 FRAME_SECONDS = 1 / 60
 MAX_GAMES = 4
@@ -47,8 +55,16 @@ MAX_MESSAGE_BYTES = 1024
 GAME_OVER_PAUSE_SECONDS = 3.0
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "play_page.html")
 # Pong's minimal action set moves the paddle up with RIGHT (2) and down with LEFT (3), for both players.
-KEY_ACTIONS = {(False, False, False): 0, (False, False, True): 1, (True, False, False): 2, (False, True, False): 3,
-               (True, False, True): 4, (False, True, True): 5, (True, True, False): 0, (True, True, True): 1}
+KEY_ACTIONS = {
+    (False, False, False): 0,
+    (False, False, True): 1,
+    (True, False, False): 2,
+    (False, True, False): 3,
+    (True, False, True): 4,
+    (False, True, True): 5,
+    (True, True, False): 0,
+    (True, True, True): 1,
+}
 # RAM bytes the page's claims can be checked against (two-player game): paddle heights and scores.
 RAM_PADDLE = {RIGHT: RAM_RIGHT_PADDLE_Y, LEFT: RAM_LEFT_PADDLE_Y}
 RAM_SCORE = {RIGHT: RAM_SCORE_RIGHT, LEFT: RAM_SCORE_LEFT}
@@ -153,9 +169,14 @@ class TwoPlayerTable(Table):
 
     def facts(self) -> dict:
         ram = self.game.ram()
-        return {"paddle_left": int(ram[RAM_PADDLE[LEFT]]), "paddle_right": int(ram[RAM_PADDLE[RIGHT]]),
-                "ram_score_left": int(ram[RAM_SCORE[LEFT]]), "ram_score_right": int(ram[RAM_SCORE[RIGHT]]),
-                "score_left": self.game.points[LEFT], "score_right": self.game.points[RIGHT]}
+        return {
+            "paddle_left": int(ram[RAM_PADDLE[LEFT]]),
+            "paddle_right": int(ram[RAM_PADDLE[RIGHT]]),
+            "ram_score_left": int(ram[RAM_SCORE[LEFT]]),
+            "ram_score_right": int(ram[RAM_SCORE[RIGHT]]),
+            "score_left": self.game.points[LEFT],
+            "score_right": self.game.points[RIGHT],
+        }
 
     def close(self) -> None:
         self.game.close()
@@ -233,15 +254,22 @@ async def play_game(websocket, lobby: Lobby) -> None:
 
     await websocket.accept()
     if len(lobby.games) >= MAX_GAMES:
-        await websocket.send_text(json.dumps({"type": "busy", "message": f"{MAX_GAMES} games are being played; "
-                                                                            "try again later"}))
+        await websocket.send_text(
+            json.dumps({"type": "busy", "message": f"{MAX_GAMES} games are being played; try again later"})
+        )
         await websocket.close(code=1013)
         return
     game_id, lobby.next_id = lobby.next_id, lobby.next_id + 1
     keys = Keys()
     table = lobby.new_table(keys)
-    stats = {"frames": 0, "started": time.perf_counter(), "latency_ms": deque(maxlen=600),
-             "delivery_ms": deque(maxlen=600), "ignored_messages": 0, "table": table}
+    stats = {
+        "frames": 0,
+        "started": time.perf_counter(),
+        "latency_ms": deque(maxlen=600),
+        "delivery_ms": deque(maxlen=600),
+        "ignored_messages": 0,
+        "table": table,
+    }
     lobby.games[game_id] = stats
 
     async def read_keys():
@@ -264,8 +292,17 @@ async def play_game(websocket, lobby: Lobby) -> None:
 
     reader = asyncio.create_task(read_keys())
     try:
-        await websocket.send_text(json.dumps({"type": "hello", "left": table.left_name, "right": table.right_name,
-                                              "person": table.person, "actions": ACTION_NAMES}))
+        await websocket.send_text(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "left": table.left_name,
+                    "right": table.right_name,
+                    "person": table.person,
+                    "actions": ACTION_NAMES,
+                }
+            )
+        )
         next_tick = time.perf_counter()
         while not reader.done():
             played = list(keys.pending)
@@ -294,8 +331,12 @@ def _spread(values) -> dict:
     ordered = sorted(values)
     if not ordered:
         return {"count": 0, "median": None, "p95": None, "max": None}
-    return {"count": len(ordered), "median": round(ordered[len(ordered) // 2], 3),
-            "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 3), "max": round(ordered[-1], 3)}
+    return {
+        "count": len(ordered),
+        "median": round(ordered[len(ordered) // 2], 3),
+        "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 3),
+        "max": round(ordered[-1], 3),
+    }
 
 
 def game_stats(lobby: Lobby) -> dict:
@@ -306,9 +347,17 @@ def game_stats(lobby: Lobby) -> dict:
     for game_id, stats in lobby.games.items():
         seconds = time.perf_counter() - stats["started"]
         fps = round(stats["frames"] / seconds, 2) if seconds else 0
-        games.append({"id": game_id, "frames": stats["frames"], "fps": fps,
-                      "key_latency_ms": _spread(stats["latency_ms"]), "delivery_ms": _spread(stats["delivery_ms"]),
-                      "ignored_messages": stats["ignored_messages"], **stats["table"].facts()})
+        games.append(
+            {
+                "id": game_id,
+                "frames": stats["frames"],
+                "fps": fps,
+                "key_latency_ms": _spread(stats["latency_ms"]),
+                "delivery_ms": _spread(stats["delivery_ms"]),
+                "ignored_messages": stats["ignored_messages"],
+                **stats["table"].facts(),
+            }
+        )
     return {"games": games, "max_games": MAX_GAMES}
 
 
@@ -383,8 +432,9 @@ def serve(agent_spec: str, opponent_spec: str | None, host: str, port: int, seed
     try:
         import uvicorn
     except ImportError:
-        raise PongrlError("pongrl play needs starlette and uvicorn "
-                          "(pip install starlette uvicorn websockets)") from None
+        raise PongrlError(
+            "pongrl play needs starlette and uvicorn (pip install starlette uvicorn websockets)"
+        ) from None
     import torch
 
     torch.set_num_threads(1)  # one small forward pass per agent step; the emulator loop wants the core
@@ -392,8 +442,10 @@ def serve(agent_spec: str, opponent_spec: str | None, host: str, port: int, seed
         raise PongrlError(f"--port must be between 0 and 65535, got {port}")
     agent = load_player(agent_spec)
     if agent.is_builtin:
-        raise PongrlError("the agent to play against must be a trained agent, not builtin "
-                          "(pongrl play AGENT --opponent builtin watches it play the built-in AI)")
+        raise PongrlError(
+            "the agent to play against must be a trained agent, not builtin "
+            "(pongrl play AGENT --opponent builtin watches it play the built-in AI)"
+        )
     opponent = load_player(opponent_spec) if opponent_spec else None
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -404,15 +456,24 @@ def serve(agent_spec: str, opponent_spec: str | None, host: str, port: int, seed
         listener.close()
         raise PongrlError(f"cannot listen on {host}:{port} ({error.strerror}); choose another --port") from None
     bound_port = listener.getsockname()[1]
-    what = ("you (left) against " + agent.name if opponent is None else f"{agent.name} against {opponent.name}")
+    what = "you (left) against " + agent.name if opponent is None else f"{agent.name} against {opponent.name}"
     if not is_loopback(host):
-        print(f"pongrl play: warning: --host {host} lets every machine that reaches this one on port {bound_port} open "
-              f"the page and play (up to {MAX_GAMES} games at once, on this machine's cores)", file=sys.stderr)
+        print(
+            f"pongrl play: warning: --host {host} lets every machine that reaches this one on port {bound_port} open "
+            f"the page and play (up to {MAX_GAMES} games at once, on this machine's cores)",
+            file=sys.stderr,
+        )
     shown = f"[{host}]" if ":" in host else host
     print(f"pongrl play: {what}: open http://{shown}:{bound_port}/ (Ctrl-C stops)", flush=True)
     app = make_app(Lobby(agent, opponent, seed), served_hosts(host, bound_port))
-    config = uvicorn.Config(app, log_level="warning", ws="websockets-sansio",
-                            ws_max_size=MAX_MESSAGE_BYTES, lifespan="off", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        ws="websockets-sansio",
+        ws_max_size=MAX_MESSAGE_BYTES,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+    )
     try:
         uvicorn.Server(config).run(sockets=[listener])
     except KeyboardInterrupt:  # uvicorn shuts down cleanly on Ctrl-C, then passes the signal on

@@ -15,6 +15,7 @@ A slot i is sampled as a transition when it is not `final` and the n slots after
 Its stack is frames i-3..i with frames from before the episode's `first` slot set to zero, which
 is exactly what the emulator showed the agent (the env zero-fills the stack at reset).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -215,7 +216,7 @@ class SumTree:
         return float(self.nodes[1])
 
     def leaves(self) -> np.ndarray:
-        return self.nodes[self.base:self.base + self.size]
+        return self.nodes[self.base : self.base + self.size]
 
     def set(self, index: np.ndarray, value: np.ndarray) -> None:
         node = np.asarray(index, np.int64) + self.base
@@ -247,8 +248,9 @@ class PrioritizedReplayBuffer(FrameReplayBuffer):
     replayed soon), and its loss is weighted by (N * P)^-beta / max weight of the batch to correct
     the bias (N cancels in that ratio). `beta` is set by the training loop (annealed to 1)."""
 
-    def __init__(self, capacity: int, num_envs: int, n_step: int = 1, gamma: float = 0.99,
-                 alpha: float = 0.5, beta: float = 0.4):
+    def __init__(
+        self, capacity: int, num_envs: int, n_step: int = 1, gamma: float = 0.99, alpha: float = 0.5, beta: float = 0.4
+    ):
         super().__init__(capacity, num_envs, n_step, gamma)
         self.alpha, self.beta = alpha, beta
         self.tree = SumTree(self.capacity)
@@ -301,12 +303,20 @@ class PrioritizedReplayBuffer(FrameReplayBuffer):
     def _restore(self, arrays: dict[str, np.ndarray], path: str) -> None:
         super()._restore(arrays, path)
         priorities, max_priority = arrays.get("priorities"), arrays.get("max_priority")
-        if (priorities is None or priorities.shape != (self.capacity,)
-                or max_priority is None or max_priority.shape != (1,)):
+        if (
+            priorities is None
+            or priorities.shape != (self.capacity,)
+            or max_priority is None
+            or max_priority.shape != (1,)
+        ):
             raise PongrlError(f"{path}: replay buffer has no priorities (was it saved by a uniform-replay run?)")
         # New transitions enter at max_priority, so it must be a positive number for them ever to be drawn.
-        if not (np.isfinite(priorities).all() and priorities.min() >= 0 and np.isfinite(max_priority).all()
-                and max_priority[0] > 0):
+        if not (
+            np.isfinite(priorities).all()
+            and priorities.min() >= 0
+            and np.isfinite(max_priority).all()
+            and max_priority[0] > 0
+        ):
             raise PongrlError(f"{path}: replay buffer has damaged priorities (negative, zero maximum or not finite)")
         self.tree.leaves()[...] = priorities
         self.max_priority[...] = max_priority

@@ -11,6 +11,7 @@ so the curve continues without a gap or a duplicated step.
 A little over 400 lines on purpose: a run's folder, its metrics, its stops and its outcome are one contract
 that every training loop shares, read in one place.
 """
+
 from __future__ import annotations
 
 import csv
@@ -91,8 +92,9 @@ class MetricsLog:
 
     def _truncate_after(self, step: int) -> None:
         with open(self.path, newline="") as handle:
-            rows = [row for row in csv.DictReader(handle)
-                    if _is_int(row.get("env_step")) and int(row["env_step"]) <= step]
+            rows = [
+                row for row in csv.DictReader(handle) if _is_int(row.get("env_step")) and int(row["env_step"]) <= step
+            ]
         text = io.StringIO()
         writer = csv.DictWriter(text, fieldnames=self.columns, extrasaction="ignore")
         writer.writeheader()
@@ -165,8 +167,13 @@ class TensorBoard:
             except ImportError:
                 print("pongrl: --track ignored: wandb is not installed (pip install wandb)", file=sys.stderr)
             else:
-                self.wandb = wandb.init(project=config.wandb_project, name=os.path.basename(os.path.abspath(run_dir)),
-                                        config=config_module.to_dict(config), dir=run_dir, resume="allow")
+                self.wandb = wandb.init(
+                    project=config.wandb_project,
+                    name=os.path.basename(os.path.abspath(run_dir)),
+                    config=config_module.to_dict(config),
+                    dir=run_dir,
+                    resume="allow",
+                )
 
     def scalars(self, values: dict, step: int) -> None:
         for tag, value in values.items():
@@ -190,8 +197,9 @@ class Progress:
         if self.interactive:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, initial=initial, desc=description, unit="step", dynamic_ncols=True,
-                            smoothing=0.05)
+            self.bar = tqdm(
+                total=total, initial=initial, desc=description, unit="step", dynamic_ncols=True, smoothing=0.05
+            )
         self.position = initial
 
     def update(self, position: int, status: dict) -> None:
@@ -286,9 +294,19 @@ class TrainingSession:
     events after it are dropped so the spliced curve has no duplicate.
     """
 
-    def __init__(self, run_dir: str, config, columns: list[str], step: int, resumed_at: int | None,
-                 wall_seconds: float, description: str, writes: bool = True, verbose: bool = True,
-                 notes: list[str] = ()):
+    def __init__(
+        self,
+        run_dir: str,
+        config,
+        columns: list[str],
+        step: int,
+        resumed_at: int | None,
+        wall_seconds: float,
+        description: str,
+        writes: bool = True,
+        verbose: bool = True,
+        notes: list[str] = (),
+    ):
         # Under torchrun only rank 0 writes (`writes=False` elsewhere): the other ranks keep the same
         # clock and decisions with silent stand-ins for the files and the terminal. `verbose=False`
         # silences the terminal only (the library's default).
@@ -309,8 +327,9 @@ class TrainingSession:
         if writes:
             removed = remove_partial_writes(self.checkpoint_dir)
             if removed:
-                self.progress.log(f"pongrl: removed {removed} partial file(s) "
-                                  "an interrupted checkpoint write left behind")
+                self.progress.log(
+                    f"pongrl: removed {removed} partial file(s) an interrupted checkpoint write left behind"
+                )
         self.stop_on_disk_error = config.on_disk_error == "stop"
         self.disk_failed = False  # a checkpoint write failed and the run is to stop
         self.checkpoint_path: str | None = None  # the newest checkpoint written in this session
@@ -329,9 +348,11 @@ class TrainingSession:
         except OSError as error:
             self.disk_failed = self.stop_on_disk_error
             intact = read_latest(self.checkpoint_dir)
-            self.progress.log(f"pongrl: could not write the checkpoint of step {step} ({error.strerror or error}); "
-                              f"the previous one ({intact or 'none yet'}) is intact; "
-                              + ("stopping" if self.disk_failed else "training goes on (--on-disk-error continue)"))
+            self.progress.log(
+                f"pongrl: could not write the checkpoint of step {step} ({error.strerror or error}); "
+                f"the previous one ({intact or 'none yet'}) is intact; "
+                + ("stopping" if self.disk_failed else "training goes on (--on-disk-error continue)")
+            )
 
     def needs_final_checkpoint(self, step: int) -> bool:
         """At the end of a loop: true unless this step was just checkpointed or the disk stopped the run."""
@@ -348,14 +369,20 @@ class TrainingSession:
         now = time.perf_counter()
         self.steps_per_second = (step - self._clock[1]) / max(now - self._clock[0], 1e-9)
         self._clock = (now, step)
-        row = {"env_step": step, "wall_seconds": round(self.stopwatch.seconds(), 1),
-               "steps_per_second": self.steps_per_second, **row}
+        row = {
+            "env_step": step,
+            "wall_seconds": round(self.stopwatch.seconds(), 1),
+            "steps_per_second": self.steps_per_second,
+            **row,
+        }
         self.metrics.write(row)
         self.board.scalars({**scalars, "charts/SPS": self.steps_per_second}, step)
         if not self.progress.interactive:
-            shown = [f"step {step}"] + [f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
-                                        for key, value in row.items()
-                                        if key not in ("env_step", "wall_seconds") and value is not None]
+            shown = [f"step {step}"] + [
+                f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
+                for key, value in row.items()
+                if key not in ("env_step", "wall_seconds") and value is not None
+            ]
             self.progress.log(" | ".join(shown))
         return row
 
@@ -378,15 +405,22 @@ class TrainingSession:
         if self.saved_step != step:
             intact = read_latest(self.checkpoint_dir)
             return TrainingOutcome(
-                step, os.path.join(self.checkpoint_dir, intact + ".pt") if intact else None, 1,
+                step,
+                os.path.join(self.checkpoint_dir, intact + ".pt") if intact else None,
+                1,
                 f"stopped at step {step} without a checkpoint of it (the disk refused the write); the latest "
-                f"intact one is {intact or 'none'}; free space or fix permissions, then: pongrl resume {run_dir}")
+                f"intact one is {intact or 'none'}; free space or fix permissions, then: pongrl resume {run_dir}",
+            )
         if stop.received:
-            return TrainingOutcome(step, self.checkpoint_path, stop.exit_code,
-                                   f"stopped at step {step}; checkpoint {self.checkpoint_path}; "
-                                   f"continue with: pongrl resume {run_dir}")
-        return TrainingOutcome(step, self.checkpoint_path, 0,
-                               f"finished at step {step}; checkpoint {self.checkpoint_path}")
+            return TrainingOutcome(
+                step,
+                self.checkpoint_path,
+                stop.exit_code,
+                f"stopped at step {step}; checkpoint {self.checkpoint_path}; continue with: pongrl resume {run_dir}",
+            )
+        return TrainingOutcome(
+            step, self.checkpoint_path, 0, f"finished at step {step}; checkpoint {self.checkpoint_path}"
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,6 +15,7 @@ a record from the first player's side: its side, both players' points and serve 
 it ended, and its course (who won each point and the steps between points: games that repeat one rally
 pattern share it).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -97,7 +98,7 @@ def spread(plans: list[GamePlan], max_parallel: int = MAX_PARALLEL_GAMES) -> lis
     count = min(len(plans), max_parallel)
     quota = [len(plans) // count + (i < len(plans) % count) for i in range(count)]
     bounds = np.cumsum([0] + quota)
-    return [plans[bounds[i]:bounds[i + 1]] for i in range(count)]
+    return [plans[bounds[i] : bounds[i + 1]] for i in range(count)]
 
 
 def single_player_kind(plans: list[GamePlan]) -> bool:
@@ -111,30 +112,51 @@ def single_player_kind(plans: list[GamePlan]) -> bool:
     return kinds.pop()
 
 
-def open_driver(slots: list[list[GamePlan]], seed: int = 0, sticky_actions: float = 0.0, max_frames: int = MAX_CYCLES,
-                serve_assist: bool | tuple[int, ...] = False, game_mode: int = CLASSIC_MODE,
-                record_colour: bool = False, extra_profiles: tuple[str, ...] = (), vectorized: bool = False):
+def open_driver(
+    slots: list[list[GamePlan]],
+    seed: int = 0,
+    sticky_actions: float = 0.0,
+    max_frames: int = MAX_CYCLES,
+    serve_assist: bool | tuple[int, ...] = False,
+    game_mode: int = CLASSIC_MODE,
+    record_colour: bool = False,
+    extra_profiles: tuple[str, ...] = (),
+    vectorized: bool = False,
+):
     """The emulator driver for these games, started: slot i plays `slots[i]` in turn, its games' starts queued. Games
     against the built-in AI use the single-player driver (game i seeded with seed + i; `vectorized`: ale-py's C++
     vector env, standard profile and drawn starts only), the others the two-player driver (variation `game_mode`,
     cut at `max_frames` raw frames)."""
     plans = [plan for slot in slots for plan in slot]
-    profiles = tuple(dict.fromkeys([player.profile for plan in plans for player in plan.seats()
-                                    if player.profile is not None] + list(extra_profiles)))
+    profiles = tuple(
+        dict.fromkeys(
+            [player.profile for plan in plans for player in plan.seats() if player.profile is not None]
+            + list(extra_profiles)
+        )
+    )
     starts = [[plan.start for plan in slot] for slot in slots]
     if single_player_kind(plans):
         from pongrl.envs.single import SinglePlayerGames
 
-        driver = SinglePlayerGames(len(slots), seed, profiles or ("standard",), sticky_actions, starts,
-                                   record_colour, vectorized)
+        driver = SinglePlayerGames(
+            len(slots), seed, profiles or ("standard",), sticky_actions, starts, record_colour, vectorized
+        )
     else:
         from pongrl.envs.two_player import TwoPlayerGames
 
         if any(start is None for slot in starts for start in slot):
             raise ValueError("two-player games need their start (no-op frames)")
-        driver = TwoPlayerGames(len(slots), max_frames, mode=game_mode, autoreset=False, sticky_actions=sticky_actions,
-                                profiles=profiles, serve_assist=serve_assist, record_colour=record_colour,
-                                starts=starts)
+        driver = TwoPlayerGames(
+            len(slots),
+            max_frames,
+            mode=game_mode,
+            autoreset=False,
+            sticky_actions=sticky_actions,
+            profiles=profiles,
+            serve_assist=serve_assist,
+            record_colour=record_colour,
+            starts=starts,
+        )
     driver.reset()
     return driver
 
@@ -159,8 +181,15 @@ def choose_actions(driver, seatings: dict[int, tuple[object, object]], order: li
     return actions
 
 
-def play_games(slots: list[list[GamePlan]], *, driver=None, before_step: Callable | None = None,
-               after_step: Callable | None = None, stop: Callable[[], bool] | None = None, **settings) -> list[dict]:
+def play_games(
+    slots: list[list[GamePlan]],
+    *,
+    driver=None,
+    before_step: Callable | None = None,
+    after_step: Callable | None = None,
+    stop: Callable[[], bool] | None = None,
+    **settings,
+) -> list[dict]:
     """Play every slot's games in turn, the slots in lockstep (see `spread`); returns one record per game, in
     the order of the slots' plans. `settings` are `open_driver`'s (or pass an open `driver`, closed here).
     `before_step(driver, games)` runs before each step with the games about to play it, `after_step(driver,
@@ -211,11 +240,19 @@ def _play(driver, slots, before_step, after_step, stop) -> list[dict]:
 
 def _record(plan: GamePlan, result: dict, points: list[tuple[int, int]], finished: bool) -> dict:
     mine, theirs = (RIGHT, LEFT) if plan.first_right else (LEFT, RIGHT)
-    return {"first_side": "right" if plan.first_right else "left",
-            "first_points": result["points"][mine], "second_points": result["points"][theirs],
-            "first_serve_penalties": result["penalties"][mine], "second_serve_penalties": result["penalties"][theirs],
-            "steps": result["steps"], "over": result["over"], "cut": result["cut"], "finished": finished,
-            "start": plan.start, "course": game_course(points)}
+    return {
+        "first_side": "right" if plan.first_right else "left",
+        "first_points": result["points"][mine],
+        "second_points": result["points"][theirs],
+        "first_serve_penalties": result["penalties"][mine],
+        "second_serve_penalties": result["penalties"][theirs],
+        "steps": result["steps"],
+        "over": result["over"],
+        "cut": result["cut"],
+        "finished": finished,
+        "start": plan.start,
+        "course": game_course(points),
+    }
 
 
 class LiveGame:

@@ -1,4 +1,5 @@
 """Seeding and capturing every random number generator a run uses, for exact resume."""
+
 from __future__ import annotations
 
 import random

@@ -10,6 +10,7 @@ The CLI's `train`, `resume` and `branch` are these calls with `verbose=True` and
 From Python nothing is printed and no signal handler is installed unless asked, problems raise
 `PongrlError`, and a call can follow another in the same process.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,6 +24,7 @@ from pongrl import config as config_module
 from pongrl.checkpoint import checkpoints_folder, list_checkpoints, read_latest
 from pongrl.errors import CheckpointWriteError, PongrlError
 from pongrl.run import CONFIG_FILE, TrainingOutcome, open_existing_run, prepare_new_run, read_metrics
+
 
 def _training_loop(algo: str):
     if algo == "dqn":
@@ -96,8 +98,10 @@ class Run:
         (NaN where a row has no value, e.g. evaluations that ran only every few rows)."""
         rows = read_metrics(self.run_dir)
         columns = list(rows[0]) if rows else []
-        return {column: np.array([float(row[column]) if row[column] not in ("", None) else np.nan for row in rows])
-                for column in columns}
+        return {
+            column: np.array([float(row[column]) if row[column] not in ("", None) else np.nan for row in rows])
+            for column in columns
+        }
 
     def metrics_frame(self):
         """The curve as a pandas DataFrame (needs pandas, which pongrl does not install)."""
@@ -120,8 +124,15 @@ class Run:
             return named if os.path.exists(named) else checkpoint
         return checkpoint
 
-    def resume(self, extra_steps: int | None = None, total_steps: int | None = None, checkpoint: str | None = None,
-               verbose: bool = False, handle_signals: bool = False, **settings) -> "Run":
+    def resume(
+        self,
+        extra_steps: int | None = None,
+        total_steps: int | None = None,
+        checkpoint: str | None = None,
+        verbose: bool = False,
+        handle_signals: bool = False,
+        **settings,
+    ) -> "Run":
         """Continue training from `checkpoint` (the latest by default) for `extra_steps` more or up to
         `total_steps`; the curve is spliced at the checkpoint. Only the settings of RESUME_SETTINGS (device,
         threads, precision, reporting) may change: the others are the experiment ([`branch`][] changes them)."""
@@ -132,8 +143,9 @@ class Run:
         payload, step = resume_point(self.run_dir, config, self._checkpoint_path(checkpoint), extra_steps, total_steps)
         fixed = sorted(name for name in settings if name not in config_module.RESUME_SETTINGS)
         if fixed:
-            raise PongrlError(f"{fixed[0]} is the experiment's setting and cannot change on resume "
-                              "(branch may change it)")
+            raise PongrlError(
+                f"{fixed[0]} is the experiment's setting and cannot change on resume (branch may change it)"
+            )
         for name, value in sorted(settings.items()):
             if value is not None:
                 setattr(config, name, value)
@@ -143,23 +155,34 @@ class Run:
             _say(verbose, f"resuming {self.run_dir} at step {step} until step {config.total_steps}")
         return _train(config, self.run_dir, payload["path"], verbose, handle_signals)
 
-    def branch(self, new_run_dir: str, checkpoint: str | None = None, extra_steps: int | None = None,
-               total_steps: int | None = None, verbose: bool = False, handle_signals: bool = False,
-               **changes) -> "Run":
+    def branch(
+        self,
+        new_run_dir: str,
+        checkpoint: str | None = None,
+        extra_steps: int | None = None,
+        total_steps: int | None = None,
+        verbose: bool = False,
+        handle_signals: bool = False,
+        **changes,
+    ) -> "Run":
         """Train a new run in `new_run_dir` that starts from this run's `checkpoint` (the latest by default)
         with the settings `changes` applied, leaving this run as it was. Returns the new run."""
         from pongrl.branching import branch_run
         from pongrl.distributed import launched_by_torchrun
 
         if launched_by_torchrun():
-            raise PongrlError("pongrl branch runs in one process: branch first, "
-                              "then continue the new run with torchrun")
+            raise PongrlError(
+                "pongrl branch runs in one process: branch first, then continue the new run with torchrun"
+            )
         changes = {name: value for name, value in sorted(changes.items()) if value is not None}
         start_from = self._checkpoint_path(checkpoint)
         config, step, start = branch_run(self.run_dir, new_run_dir, changes, start_from, extra_steps, total_steps)
         summary = ", ".join(f"{name}={value}" for name, value in changes.items()) or "no setting changed"
-        _say(verbose, f"branched {self.run_dir} at step {step} into {new_run_dir} ({summary}); "
-                      f"training until step {config.total_steps}")
+        _say(
+            verbose,
+            f"branched {self.run_dir} at step {step} into {new_run_dir} ({summary}); "
+            f"training until step {config.total_steps}",
+        )
         return _train(config, new_run_dir, start, verbose, handle_signals)
 
 
@@ -180,8 +203,17 @@ def default_run_dir(config) -> str:
     return os.path.join("runs", f"pong__{config.algo}__{config.preset}__{config.seed}__{stamp}")
 
 
-def train(algo: str | None = None, run_dir: str | None = None, preset: str = "default", *, config=None,
-          force: bool = False, verbose: bool = False, handle_signals: bool = False, **settings) -> Run:
+def train(
+    algo: str | None = None,
+    run_dir: str | None = None,
+    preset: str = "default",
+    *,
+    config=None,
+    force: bool = False,
+    verbose: bool = False,
+    handle_signals: bool = False,
+    **settings,
+) -> Run:
     """Train a new run and return it once training ends. Give the algorithm ("dqn", "ppo", "selfplay") with a
     preset and any config fields as keywords (`total_steps=50_000, sticky_actions=0.25`), or a ready `config`
     (see [`make_config`][]). `run_dir` defaults to runs/pong__ALGO__PRESET__SEED__TIME; an existing run there is
@@ -208,4 +240,3 @@ def _train(config, run_dir: str, resume_from: str | None, verbose: bool, handle_
         raise CheckpointWriteError(outcome.message)
     _say(verbose and bool(outcome.message), outcome.message)
     return Run(run_dir, outcome)
-

@@ -5,6 +5,7 @@ code runs on load) and NAME.json, its card: algorithm, observation profile, env 
 that trained it, and its scores against the built-in AI with the commands that measured them.
 `benchmarks/zoo_entry.py` writes both from a checkpoint.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -25,12 +26,12 @@ def names() -> list[str]:
     """Every shipped agent, sorted."""
     if not os.path.isdir(FOLDER):
         return []
-    return sorted(name[:-len(".safetensors")] for name in os.listdir(FOLDER) if name.endswith(".safetensors"))
+    return sorted(name[: -len(".safetensors")] for name in os.listdir(FOLDER) if name.endswith(".safetensors"))
 
 
 def expand(spec: str) -> list[str]:
     """`zoo:PATTERN` (shell wildcards, `zoo:*` for all) -> the matching `zoo:NAME`s, in name order."""
-    pattern = spec[len(PREFIX):]
+    pattern = spec[len(PREFIX) :]
     matched = [PREFIX + name for name in names() if fnmatch.fnmatchcase(name, pattern)]
     if not matched:
         raise PongrlError(f"{spec}: no agent in the zoo matches (it has: {', '.join(names()) or 'none'})")
@@ -39,7 +40,7 @@ def expand(spec: str) -> list[str]:
 
 def weights_path(spec: str) -> str:
     """`zoo:NAME` -> the path of its safetensors file."""
-    name = spec[len(PREFIX):]
+    name = spec[len(PREFIX) :]
     if name not in names():
         raise PongrlError(f"{spec}: no such agent in the zoo (it has: {', '.join(names()) or 'none'})")
     return os.path.join(FOLDER, name + ".safetensors")
@@ -61,15 +62,22 @@ def listing() -> list[dict]:
     for name in names():
         entry = card(name)
         scores = entry.get("scores", {})
-        rows.append({"name": PREFIX + name, "series": entry.get("series"), "algo": entry.get("algo"),
-                     "network": entry.get("network"),
-                     "share_network": entry.get("share_network"), "env_step": entry.get("env_step"),
-                     "exact": scores.get("every_start", {}).get("mean"),
-                     "exact_distinct_games": scores.get("every_start", {}).get("distinct_games"),
-                     "sticky": scores.get("sticky_actions", {}).get("mean"),
-                     "sticky_ci95": scores.get("sticky_actions", {}).get("ci95"),
-                     "sticky_games": scores.get("sticky_actions", {}).get("games"),
-                     "megabytes": round(os.path.getsize(os.path.join(FOLDER, name + ".safetensors")) / 2**20, 1)})
+        rows.append(
+            {
+                "name": PREFIX + name,
+                "series": entry.get("series"),
+                "algo": entry.get("algo"),
+                "network": entry.get("network"),
+                "share_network": entry.get("share_network"),
+                "env_step": entry.get("env_step"),
+                "exact": scores.get("every_start", {}).get("mean"),
+                "exact_distinct_games": scores.get("every_start", {}).get("distinct_games"),
+                "sticky": scores.get("sticky_actions", {}).get("mean"),
+                "sticky_ci95": scores.get("sticky_actions", {}).get("ci95"),
+                "sticky_games": scores.get("sticky_actions", {}).get("games"),
+                "megabytes": round(os.path.getsize(os.path.join(FOLDER, name + ".safetensors")) / 2**20, 1),
+            }
+        )
     return rows
 
 
@@ -81,17 +89,23 @@ def format_listing(rows: list[dict]) -> str:
     def score(value):
         return "-" if value is None else f"{value:+.2f}"
 
-    lines = [f"{'agent':<24} {'algorithm':<10} {'env steps':>10} {'exact (31 starts)':>17} {'distinct':>8} "
-             f"{'sticky 0.25':>11} {'95% interval':>15} {'MiB':>5}"]
+    lines = [
+        f"{'agent':<24} {'algorithm':<10} {'env steps':>10} {'exact (31 starts)':>17} {'distinct':>8} "
+        f"{'sticky 0.25':>11} {'95% interval':>15} {'MiB':>5}"
+    ]
     for row in rows:
         interval = "-" if not row["sticky_ci95"] else f"{row['sticky_ci95'][0]:+.1f}..{row['sticky_ci95'][1]:+.1f}"
         distinct = "-" if row["exact_distinct_games"] is None else str(row["exact_distinct_games"])
-        lines.append(f"{row['name']:<24} {row['algo']:<10} {row['env_step']:>10,} {score(row['exact']):>17} "
-                     f"{distinct:>8} {score(row['sticky']):>11} {interval:>15} {row['megabytes']:>5}")
-    lines.append("scores: mean against the built-in AI, greedy; exact = from each of the 31 no-op starts on the "
-                 "deterministic emulator (pongrl eval zoo:NAME --every-start), distinct = how many different games "
-                 "those were; sticky = games under sticky actions 0.25 (the ALE v5 protocol), seed 0, with the 95% "
-                 "interval of the mean (pongrl eval zoo:NAME --protocols plays both)")
+        lines.append(
+            f"{row['name']:<24} {row['algo']:<10} {row['env_step']:>10,} {score(row['exact']):>17} "
+            f"{distinct:>8} {score(row['sticky']):>11} {interval:>15} {row['megabytes']:>5}"
+        )
+    lines.append(
+        "scores: mean against the built-in AI, greedy; exact = from each of the 31 no-op starts on the "
+        "deterministic emulator (pongrl eval zoo:NAME --every-start), distinct = how many different games "
+        "those were; sticky = games under sticky actions 0.25 (the ALE v5 protocol), seed 0, with the 95% "
+        "interval of the mean (pongrl eval zoo:NAME --protocols plays both)"
+    )
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ so emulation hides behind the network update. Everything the run needs to contin
 the checkpoint: networks, optimizer moments, counters, schedule positions, RNG states, and the
 replay buffer beside it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,8 +33,18 @@ from pongrl.run import PhaseClock, StopSignal, TrainingOutcome, TrainingSession,
 from pongrl.seeding import derived_seed
 
 METRIC_COLUMNS = [
-    "env_step", "wall_seconds", "episodes", "average_return", "average_length", "loss", "q_mean",
-    "epsilon", "steps_per_second", *PhaseClock.COLUMNS, "eval_mean_return", "eval_std_return",
+    "env_step",
+    "wall_seconds",
+    "episodes",
+    "average_return",
+    "average_length",
+    "loss",
+    "q_mean",
+    "epsilon",
+    "steps_per_second",
+    *PhaseClock.COLUMNS,
+    "eval_mean_return",
+    "eval_std_return",
 ]
 RECENT_EPISODES = 10  # the training curve is the mean over the last 10 finished games
 
@@ -77,14 +88,22 @@ class DQNState(LearnerState):
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, grad_steps=0, last_target_update=0, train_credit=0)
         self.q_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(
-            device, memory_format=torch.channels_last)
+            device, memory_format=torch.channels_last
+        )
         self.target_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(
-            device, memory_format=torch.channels_last)
+            device, memory_format=torch.channels_last
+        )
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
         if config.prioritized_replay:
-            self.buffer = PrioritizedReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma,
-                                                  config.priority_alpha, config.priority_beta)
+            self.buffer = PrioritizedReplayBuffer(
+                config.buffer_size,
+                config.num_envs,
+                config.n_step,
+                config.gamma,
+                config.priority_alpha,
+                config.priority_beta,
+            )
         else:
             self.buffer = FrameReplayBuffer(config.buffer_size, config.num_envs, config.n_step, config.gamma)
 
@@ -107,12 +126,15 @@ class DQNState(LearnerState):
             if os.path.exists(replay_path):
                 self.buffer.load(replay_path)
             else:
-                self.notes.append(f"pongrl: note: {replay_path} is gone (only the latest checkpoint keeps its replay "
-                                  "buffer); refilling the buffer before learning again")
+                self.notes.append(
+                    f"pongrl: note: {replay_path} is gone (only the latest checkpoint keeps its replay "
+                    "buffer); refilling the buffer before learning again"
+                )
 
 
-def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = True,
-          handle_signals: bool = True) -> TrainingOutcome:
+def train(
+    config, run_dir: str, resume_from: str | None = None, verbose: bool = True, handle_signals: bool = True
+) -> TrainingOutcome:
     """Train (or continue, from the checkpoint `resume_from`) a DQN run in the prepared `run_dir`.
     `verbose` shows progress on stderr; `handle_signals` makes SIGINT/SIGTERM stop it after a checkpoint."""
     state, device = start_learner(DQNState, config, resume_from)
@@ -124,8 +146,17 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
     running_return = np.zeros(config.num_envs)
     running_length = np.zeros(config.num_envs, np.int64)
 
-    session = TrainingSession(run_dir, config, METRIC_COLUMNS, env_step, env_step if resume_from else None,
-                              counters["wall_seconds"], "dqn", verbose=verbose, notes=state.notes)
+    session = TrainingSession(
+        run_dir,
+        config,
+        METRIC_COLUMNS,
+        env_step,
+        env_step if resume_from else None,
+        counters["wall_seconds"],
+        "dqn",
+        verbose=verbose,
+        notes=state.notes,
+    )
     losses, q_means, pending_eval = [], [], None
     phases = PhaseClock()  # "env" is only the wait for the emulators that the gradient steps did not hide
 
@@ -178,8 +209,9 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
                 counters["episodes"] += 1
                 recent_returns.append(float(running_return[i]))
                 recent_lengths.append(int(running_length[i]))
-                session.board.scalars({"charts/episodic_return": running_return[i],
-                                       "charts/episodic_length": running_length[i]}, env_step)
+                session.board.scalars(
+                    {"charts/episodic_return": running_return[i], "charts/episodic_length": running_length[i]}, env_step
+                )
                 running_return[i], running_length[i] = 0, 0
             obs = next_obs
             before, env_step = env_step, env_step + config.num_envs
@@ -192,13 +224,19 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
             if session.crossed(config.eval_every, before, env_step):
                 mark = time.perf_counter()
                 agent = QAgent(q_network if device.type == "cpu" else _cpu_copy(q_network))
-                games = evaluate_agent(agent, config.eval_episodes, derived_seed(config.seed, 7, env_step),
-                                       config.eval_epsilon, sticky_actions=config.sticky_actions)
+                games = evaluate_agent(
+                    agent,
+                    config.eval_episodes,
+                    derived_seed(config.seed, 7, env_step),
+                    config.eval_epsilon,
+                    sticky_actions=config.sticky_actions,
+                )
                 q_network.train()
                 pending_eval = summarize(games)
                 phases.lap("eval", mark)
-                session.board.scalars({"eval/mean_return": pending_eval["mean"],
-                                       "eval/std_return": pending_eval["std"]}, env_step)
+                session.board.scalars(
+                    {"eval/mean_return": pending_eval["mean"], "eval/std_return": pending_eval["std"]}, env_step
+                )
             if session.crossed(config.log_every, before, env_step) or env_step >= config.total_steps:
                 row = {
                     "episodes": counters["episodes"],
@@ -211,9 +249,16 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
                     "eval_mean_return": pending_eval["mean"] if pending_eval else None,
                     "eval_std_return": pending_eval["std"] if pending_eval else None,
                 }
-                session.log(env_step, row, {"charts/average_return": row["average_return"],
-                                            "losses/td_loss": row["loss"], "losses/q_values": row["q_mean"],
-                                            "charts/epsilon": epsilon})
+                session.log(
+                    env_step,
+                    row,
+                    {
+                        "charts/average_return": row["average_return"],
+                        "losses/td_loss": row["loss"],
+                        "losses/q_values": row["q_mean"],
+                        "charts/epsilon": epsilon,
+                    },
+                )
                 losses, q_means, pending_eval = [], [], None
             session.show_progress(env_step, recent_returns, eps=f"{epsilon:.2f}")
             if session.crossed(config.checkpoint_every, before, env_step):

@@ -16,6 +16,7 @@ Differences from CleanRL, on purpose:
 A little over 400 lines on purpose: like CleanRL's files, the whole algorithm (env choice, rollout, GAE, update,
 evaluation, checkpoints) reads top to bottom in one file.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,18 +38,40 @@ from pongrl.run import PhaseClock, StopSignal, TrainingOutcome, TrainingSession,
 from pongrl.seeding import derived_seed
 
 RECENT_EPISODES = 20
+UPDATE_STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance")
 METRIC_COLUMNS = [
-    "env_step", "wall_seconds", "episodes", "average_return", "average_length", "points_won", "points_lost",
-    "serve_penalties", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
-    "learning_rate", "steps_per_second", *PhaseClock.COLUMNS, "eval_mean_return", "eval_std_return",
-    "return_first_0", "return_second_0", "eval_sampled_mean_return", "eval_sampled_std_return", "return_vs_pool",
+    "env_step",
+    "wall_seconds",
+    "episodes",
+    "average_return",
+    "average_length",
+    "points_won",
+    "points_lost",
+    "serve_penalties",
+    *UPDATE_STATS,
+    "learning_rate",
+    "steps_per_second",
+    *PhaseClock.COLUMNS,
+    "eval_mean_return",
+    "eval_std_return",
+    "return_first_0",
+    "return_second_0",
+    "eval_sampled_mean_return",
+    "eval_sampled_std_return",
+    "return_vs_pool",
     "return_vs_builtin",
 ]
 
 
 # ---- the math, as pure functions (tested on hand-made tensors) ----------------------------------
-def compute_gae(rewards: torch.Tensor, values: torch.Tensor, ended: torch.Tensor, next_value: torch.Tensor,
-                gamma: float, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+def compute_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    ended: torch.Tensor,
+    next_value: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalised advantage estimation over a rollout of shape (T, N).
 
     ended[t] is True when the episode ended with step t (terminal, truncated, or a point when the
@@ -71,8 +94,9 @@ def ppo_losses(new_logprob, old_logprob, advantages, new_value, old_value, retur
     """The clipped surrogate, the (optionally clipped) value loss and the entropy bonus."""
     log_ratio = new_logprob - old_logprob
     ratio = log_ratio.exp()
-    policy_loss = torch.max(-advantages * ratio,
-                            -advantages * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)).mean()
+    policy_loss = torch.max(
+        -advantages * ratio, -advantages * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)
+    ).mean()
     if config.clip_vloss:
         clipped_value = old_value + (new_value - old_value).clamp(-config.clip_coef, config.clip_coef)
         value_loss = 0.5 * torch.max((new_value - returns) ** 2, (clipped_value - returns) ** 2).mean()
@@ -84,13 +108,22 @@ def ppo_losses(new_logprob, old_logprob, advantages, new_value, old_value, retur
         clip_fraction = ((ratio - 1.0).abs() > config.clip_coef).float().mean()
     return {
         "loss": policy_loss - config.ent_coef * entropy_loss + config.vf_coef * value_loss,
-        "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy_loss,
-        "approx_kl": approx_kl, "clip_fraction": clip_fraction,
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": entropy_loss,
+        "approx_kl": approx_kl,
+        "clip_fraction": clip_fraction,
     }
 
 
-def ppo_update(agent: ActorCritic, optimizer: torch.optim.Optimizer, batch: dict, config,
-               generator: torch.Generator, world: World = World()) -> dict:
+def ppo_update(
+    agent: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    batch: dict,
+    config,
+    generator: torch.Generator,
+    world: World = World(),
+) -> dict:
     """Several epochs of minibatch PPO on one flattened rollout batch; returns mean statistics.
     Under torchrun each rank passes its own batch, and `world` makes every minibatch's advantage
     normalisation and gradient cover all ranks' minibatches (see pongrl.distributed)."""
@@ -100,15 +133,22 @@ def ppo_update(agent: ActorCritic, optimizer: torch.optim.Optimizer, batch: dict
     for _ in range(config.update_epochs):
         order = torch.randperm(size, generator=generator)
         for start in range(0, size, minibatch):
-            index = order[start:start + minibatch]
+            index = order[start : start + minibatch]
             logits, new_value = agent(batch["obs"][index])
             distribution = torch.distributions.Categorical(logits=logits)
             advantages = batch["advantages"][index]
             if config.norm_adv:
                 advantages = world.normalize(advantages)
-            losses = ppo_losses(distribution.log_prob(batch["actions"][index]), batch["logprobs"][index], advantages,
-                                new_value, batch["values"][index], batch["returns"][index], distribution.entropy(),
-                                config)
+            losses = ppo_losses(
+                distribution.log_prob(batch["actions"][index]),
+                batch["logprobs"][index],
+                advantages,
+                new_value,
+                batch["values"][index],
+                batch["returns"][index],
+                distribution.entropy(),
+                config,
+            )
             optimizer.zero_grad(set_to_none=True)
             losses["loss"].backward()
             world.average_gradients(agent.parameters())
@@ -116,13 +156,16 @@ def ppo_update(agent: ActorCritic, optimizer: torch.optim.Optimizer, batch: dict
             optimizer.step()
             for key, value in losses.items():
                 totals.setdefault(key, []).append(value.item())
-        if (config.target_kl
-                and world.mean(float(np.mean(totals["approx_kl"][-config.num_minibatches:]))) > config.target_kl):
+        if (
+            config.target_kl
+            and world.mean(float(np.mean(totals["approx_kl"][-config.num_minibatches :]))) > config.target_kl
+        ):
             break
     stats = world.means({key: float(np.mean(values)) for key, values in totals.items()})
     variance = batch["returns"].var()
-    stats["explained_variance"] = (float(1 - (batch["returns"] - batch["values"]).var() / variance)
-                                   if variance > 0 else float("nan"))
+    stats["explained_variance"] = (
+        float(1 - (batch["returns"] - batch["values"]).var() / variance) if variance > 0 else float("nan")
+    )
     return stats
 
 
@@ -145,11 +188,17 @@ def make_env(config, seed: int, num_envs: int | None = None):
         builtin_games = pool_game_count(config.builtin_fraction, games)
         self_play_games, self_play = games - builtin_games, None
         if self_play_games and config.env == "reference":
-            self_play = selfplay.ReferenceSelfPlayEnv(self_play_games, seed, max_cycles=config.max_cycles,
-                                                        mode=config.game_mode)
+            self_play = selfplay.ReferenceSelfPlayEnv(
+                self_play_games, seed, max_cycles=config.max_cycles, mode=config.game_mode
+            )
         elif self_play_games:
-            self_play = pong_selfplay_v0.vector_env(self_play_games, seed, max_cycles=config.max_cycles,
-                                                    game_mode=config.game_mode, sticky_actions=config.sticky_actions)
+            self_play = pong_selfplay_v0.vector_env(
+                self_play_games,
+                seed,
+                max_cycles=config.max_cycles,
+                game_mode=config.game_mode,
+                sticky_actions=config.sticky_actions,
+            )
         if not builtin_games:
             return self_play
         return SelfPlayWithBuiltinEnv(self_play, BuiltinGamesAsPlayers(builtin_games, seed, config.sticky_actions))
@@ -198,8 +247,9 @@ def collection_points(config) -> list[int]:
     return [config.total_steps * i // k for i in range(1, k + 1)] if k else []
 
 
-def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = True,
-          handle_signals: bool = True) -> TrainingOutcome:
+def train(
+    config, run_dir: str, resume_from: str | None = None, verbose: bool = True, handle_signals: bool = True
+) -> TrainingOutcome:
     """Train (or continue, from the checkpoint `resume_from`) a PPO or self-play run in the prepared `run_dir`.
     `verbose` shows progress on stderr; `handle_signals` makes SIGINT/SIGTERM stop it after a checkpoint."""
     state, device = start_learner(PPOState, config, resume_from)
@@ -277,19 +327,30 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
         for index, score, length in zip(finished, scores, lengths):
             # In self-play entry 2g is first_0 (right paddle) and 2g + 1 second_0: log each player apart.
             player = f"/{PLAYERS[index % 2]}" if config.algo == "selfplay" else ""
-            session.board.scalars({f"charts/episodic_return{player}": float(score),
-                                   f"charts/episodic_length{player}": int(length)}, step)
+            session.board.scalars(
+                {f"charts/episodic_return{player}": float(score), f"charts/episodic_length{player}": int(length)}, step
+            )
 
-    session = TrainingSession(run_dir, config, METRIC_COLUMNS, step, step if resume_from else None,
-                              counters["wall_seconds"], config.algo, writes=world.is_main,
-                              verbose=verbose, notes=state.notes)
+    session = TrainingSession(
+        run_dir,
+        config,
+        METRIC_COLUMNS,
+        step,
+        step if resume_from else None,
+        counters["wall_seconds"],
+        config.algo,
+        writes=world.is_main,
+        verbose=verbose,
+        notes=state.notes,
+    )
     pending_eval, update_stats = None, {}
     phases = PhaseClock()
 
     def make_checkpoint(permanent: bool = False) -> str:
         counters.update(env_step=step, wall_seconds=session.stopwatch.seconds())
-        return save_checkpoint(checkpoint_dir(run_dir), state.payload(), keep=config.keep_checkpoints,
-                               permanent=permanent)
+        return save_checkpoint(
+            checkpoint_dir(run_dir), state.payload(), keep=config.keep_checkpoints, permanent=permanent
+        )
 
     def save(permanent: bool = False) -> None:
         """Rank 0 writes; the other ranks wait for it at a barrier."""
@@ -337,8 +398,14 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
             with torch.inference_mode():
                 next_value = agent.value(next_obs.to(device)).cpu()
             advantages, returns = compute_gae(rewards, values, ended, next_value, config.gamma, config.gae_lambda)
-            rollout = {"obs": obs_buffer, "actions": actions, "logprobs": logprobs, "advantages": advantages,
-                       "returns": returns, "values": values}
+            rollout = {
+                "obs": obs_buffer,
+                "actions": actions,
+                "logprobs": logprobs,
+                "advantages": advantages,
+                "returns": returns,
+                "values": values,
+            }
             if pool:  # (T, N, ...) -> (T, learners, ...): a copy, so without a pool the views are flattened as they are
                 rollout = {key: tensor[:, learners] for key, tensor in rollout.items()}
             batch = {key: tensor.reshape(-1, *tensor.shape[2:]).to(device) for key, tensor in rollout.items()}
@@ -352,31 +419,48 @@ def train(config, run_dir: str, resume_from: str | None = None, verbose: bool = 
                 mark = time.perf_counter()
                 pending_eval = evaluate_against_builtin(agent, config, derived_seed(config.seed, 7, step))
                 phases.lap("eval", mark)
-                session.board.scalars({"eval/mean_return": pending_eval["eval_mean_return"],
-                                       "eval/sampled_mean_return": pending_eval.get("eval_sampled_mean_return")}, step)
+                session.board.scalars(
+                    {
+                        "eval/mean_return": pending_eval["eval_mean_return"],
+                        "eval/sampled_mean_return": pending_eval.get("eval_sampled_mean_return"),
+                    },
+                    step,
+                )
             if session.crossed(config.log_every, before, step) or step >= config.total_steps:
-                row = {"episodes": counters["episodes"],
-                       "average_return": float(np.mean(state.recent_returns)) if state.recent_returns else None,
-                       "average_length": float(np.mean(state.recent_lengths)) if state.recent_lengths else None,
-                       # self-play: each paddle's mean score over its last games (zero-sum, so they mirror)
-                       **({f"return_{name}": float(np.mean(recent)) if recent else None
-                           for name, recent in zip(PLAYERS, recent_by_player)} if config.algo == "selfplay" else {}),
-                       # the learner's mean score against its past snapshots (above zero while it improves on them)
-                       "return_vs_pool": float(np.mean(recent_vs_pool)) if recent_vs_pool else None,
-                       # the learner's mean score in its games against the built-in AI (--builtin-fraction)
-                       "return_vs_builtin": float(np.mean(recent_vs_builtin)) if recent_vs_builtin else None,
-                       "points_won": points["won"], "points_lost": points["lost"],
-                       "serve_penalties": points["serve_penalties"], "learning_rate": learning_rate,
-                       **phases.row(),
-                       **{k: update_stats.get(k) for k in ("policy_loss", "value_loss", "entropy", "approx_kl",
-                                                            "clip_fraction", "explained_variance")},
-                       **(pending_eval or {})}
-                scalars = {f"losses/{k}": update_stats.get(k)
-                           for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
-                                     "explained_variance")}
-                scalars.update({"charts/average_return": row["average_return"],
-                                "charts/learning_rate": learning_rate, "charts/points_won": points["won"],
-                                "charts/serve_penalties": points["serve_penalties"]})
+                row = {
+                    "episodes": counters["episodes"],
+                    "average_return": float(np.mean(state.recent_returns)) if state.recent_returns else None,
+                    "average_length": float(np.mean(state.recent_lengths)) if state.recent_lengths else None,
+                    # self-play: each paddle's mean score over its last games (zero-sum, so they mirror)
+                    **(
+                        {
+                            f"return_{name}": float(np.mean(recent)) if recent else None
+                            for name, recent in zip(PLAYERS, recent_by_player)
+                        }
+                        if config.algo == "selfplay"
+                        else {}
+                    ),
+                    # the learner's mean score against its past snapshots (above zero while it improves on them)
+                    "return_vs_pool": float(np.mean(recent_vs_pool)) if recent_vs_pool else None,
+                    # the learner's mean score in its games against the built-in AI (--builtin-fraction)
+                    "return_vs_builtin": float(np.mean(recent_vs_builtin)) if recent_vs_builtin else None,
+                    "points_won": points["won"],
+                    "points_lost": points["lost"],
+                    "serve_penalties": points["serve_penalties"],
+                    "learning_rate": learning_rate,
+                    **phases.row(),
+                    **{k: update_stats.get(k) for k in UPDATE_STATS},
+                    **(pending_eval or {}),
+                }
+                scalars = {f"losses/{k}": update_stats.get(k) for k in UPDATE_STATS}
+                scalars.update(
+                    {
+                        "charts/average_return": row["average_return"],
+                        "charts/learning_rate": learning_rate,
+                        "charts/points_won": points["won"],
+                        "charts/serve_penalties": points["serve_penalties"],
+                    }
+                )
                 session.log(step, row, scalars)
                 points = {"won": 0, "lost": 0, "serve_penalties": 0}
                 pending_eval = None
@@ -404,11 +488,13 @@ def evaluate_against_builtin(agent: ActorCritic, config, seed: int) -> dict:
     from pongrl.evaluation import evaluate_agent, summarize
 
     player = PolicyAgent(agent, obs_profile(config))
-    greedy = summarize(evaluate_agent(player, config.eval_episodes, seed, config.eval_epsilon,
-                                      sticky_actions=config.sticky_actions))
+    greedy = summarize(
+        evaluate_agent(player, config.eval_episodes, seed, config.eval_epsilon, sticky_actions=config.sticky_actions)
+    )
     scores = {"eval_mean_return": greedy["mean"], "eval_std_return": greedy["std"]}
     if config.eval_sampled:
-        sampled = summarize(evaluate_agent(player, config.eval_episodes, seed, sample=True,
-                                           sticky_actions=config.sticky_actions))
+        sampled = summarize(
+            evaluate_agent(player, config.eval_episodes, seed, sample=True, sticky_actions=config.sticky_actions)
+        )
         scores.update(eval_sampled_mean_return=sampled["mean"], eval_sampled_std_return=sampled["std"])
     return scores

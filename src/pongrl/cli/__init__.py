@@ -8,6 +8,7 @@ One module per command group, each its commands' parsers and the calls of the li
 export), `probe` (probe collect, fit, across); `common` holds the parser class and argument types they share.
 Importing this package loads neither torch nor the emulator: the commands import what they use.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,14 +19,37 @@ from pongrl.cli.common import Parser
 from pongrl.errors import CheckpointWriteError, PongrlError
 
 # Each command's parser, in the order `pongrl --help` lists them.
-PARSERS = (training.add_train, training.add_resume, training.add_branch, games.add_eval, games.add_duel,
-           games.add_league, agents.add_card, agents.add_export, games.add_play, probe.add_probe, agents.add_zoo,
-           training.add_plot, games.add_video)
+PARSERS = (
+    training.add_train,
+    training.add_resume,
+    training.add_branch,
+    games.add_eval,
+    games.add_duel,
+    games.add_league,
+    agents.add_card,
+    agents.add_export,
+    games.add_play,
+    probe.add_probe,
+    agents.add_zoo,
+    training.add_plot,
+    games.add_video,
+)
 
-COMMANDS = {"probe": probe.cmd_probe, "play": games.cmd_play, "zoo": agents.cmd_zoo, "train": training.cmd_train,
-            "resume": training.cmd_resume, "branch": training.cmd_branch, "eval": games.cmd_eval,
-            "duel": games.cmd_duel, "league": games.cmd_league, "export": agents.cmd_export,
-            "plot": training.cmd_plot, "video": games.cmd_video, "card": agents.cmd_card}
+COMMANDS = {
+    "probe": probe.cmd_probe,
+    "play": games.cmd_play,
+    "zoo": agents.cmd_zoo,
+    "train": training.cmd_train,
+    "resume": training.cmd_resume,
+    "branch": training.cmd_branch,
+    "eval": games.cmd_eval,
+    "duel": games.cmd_duel,
+    "league": games.cmd_league,
+    "export": agents.cmd_export,
+    "plot": training.cmd_plot,
+    "video": games.cmd_video,
+    "card": agents.cmd_card,
+}
 
 
 def build_parser() -> Parser:
@@ -61,8 +85,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         # A collective failed: under torchrun that means another process of the job died.
         first_line = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
-        print(f"pongrl: error: rank {os.environ.get('RANK', '?')}: another process of this torchrun job stopped "
-              f"({first_line}); continue from the last checkpoint with pongrl resume", file=sys.stderr)
+        print(
+            f"pongrl: error: rank {os.environ.get('RANK', '?')}: another process of this torchrun job stopped "
+            f"({first_line}); continue from the last checkpoint with pongrl resume",
+            file=sys.stderr,
+        )
         return 1
     except BrokenPipeError:
         # The reader of our output closed it (`pongrl zoo | head`): it wanted no more, which is no error.

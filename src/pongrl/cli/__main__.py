@@ -1,4 +1,5 @@
 """`python -m pongrl.cli`: the same as `pongrl` and `python -m pongrl`."""
+
 import sys
 
 from pongrl.cli import main

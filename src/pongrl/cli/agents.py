@@ -1,6 +1,7 @@
 """`pongrl zoo`, `card` and `export`: the agents that ship with pongrl, and an agent written out for others
 (a Hugging Face model card folder, or the bare state_dict the self-play card's code loads).
 """
+
 from __future__ import annotations
 
 import json
@@ -12,20 +13,29 @@ def add_card(commands) -> None:
     card = commands.add_parser("card", help="write a Hugging Face model card folder for a run (nothing is uploaded)")
     card.add_argument("checkpoint", metavar="AGENT", help=AGENT_HELP)
     card.add_argument("--out", required=True, help="folder to write")
-    card.add_argument("--games", type=positive_int, default=10,
-                      help="evaluation games against the built-in AI (default 10)")
+    card.add_argument(
+        "--games", type=positive_int, default=10, help="evaluation games against the built-in AI (default 10)"
+    )
     card.add_argument("--seed", type=integer, default=0, help="evaluation seed (default 0)")
-    card.add_argument("--video-frames", type=positive_int, default=7_200,
-                      help="emulator frames of the replay video at most (default 7200, two minutes)")
+    card.add_argument(
+        "--video-frames",
+        type=positive_int,
+        default=7_200,
+        help="emulator frames of the replay video at most (default 7200, two minutes)",
+    )
     card.add_argument("--force", action="store_true", help="replace --out if it exists")
-    card.add_argument("--sample", action="store_true",
-                      help="score and film the agent with actions sampled from its policy instead of greedy")
+    card.add_argument(
+        "--sample",
+        action="store_true",
+        help="score and film the agent with actions sampled from its policy instead of greedy",
+    )
     add_torch_threads(card)
 
 
 def add_export(commands) -> None:
-    export = commands.add_parser("export",
-                                 help="write a PPO agent as the bare state_dict the self-play card's code loads")
+    export = commands.add_parser(
+        "export", help="write a PPO agent as the bare state_dict the self-play card's code loads"
+    )
     export.add_argument("checkpoint", metavar="AGENT", help=AGENT_HELP + " (a PPO or self-play agent)")
     export.add_argument("--out", required=True, help="FILE.pt to write")
     export.add_argument("--force", action="store_true", help="overwrite --out if it exists")
@@ -40,9 +50,11 @@ def cmd_card(args) -> int:
     from pongrl.card import write_card
 
     result = write_card(args.checkpoint, args.out, args.games, args.seed, args.video_frames, args.force, args.sample)
-    print(f"{result['out']}: model card for step {result['env_step']} "
-          f"(mean score {result['mean_point_difference']:+.2f} over {result['games']} games against the built-in AI); "
-          f"nothing was uploaded")
+    print(
+        f"{result['out']}: model card for step {result['env_step']} "
+        f"(mean score {result['mean_point_difference']:+.2f} over {result['games']} games against the built-in AI); "
+        f"nothing was uploaded"
+    )
     return 0
 
 
@@ -50,8 +62,10 @@ def cmd_export(args) -> int:
     from pongrl.agent import export_seed_format
 
     agent = export_seed_format(args.checkpoint, args.out, args.force)
-    print(f"{args.out}: seed-format state_dict ({'shared' if agent.network.share_network else 'separate'} torsos, "
-          f"step {agent.env_step}, observation profile {agent.obs_profile})")
+    print(
+        f"{args.out}: seed-format state_dict ({'shared' if agent.network.share_network else 'separate'} torsos, "
+        f"step {agent.env_step}, observation profile {agent.obs_profile})"
+    )
     return 0
 
 

@@ -2,14 +2,17 @@
 line, the argument types (numbers that say what they expected), the help text of an AGENT argument and
 the --torch-threads flag of the commands that only play.
 """
+
 from __future__ import annotations
 
 import argparse
 
 from pongrl import config as config_module
 
-AGENT_HELP = ("a checkpoint file or run directory (its latest checkpoint), a seed-format state_dict, a safetensors "
-              "agent, zoo:NAME (pongrl zoo lists them) or hf://OWNER/REPO/FILE (a file on the Hugging Face Hub)")
+AGENT_HELP = (
+    "a checkpoint file or run directory (its latest checkpoint), a seed-format state_dict, a safetensors "
+    "agent, zoo:NAME (pongrl zoo lists them) or hf://OWNER/REPO/FILE (a file on the Hugging Face Hub)"
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -60,5 +63,11 @@ def torch_threads(text: str) -> int:
 def add_torch_threads(parser: argparse.ArgumentParser) -> None:
     """For the commands that only play (eval, duel, video, card): share a machine with a training run.
     pongrl.cli.main applies it before the command runs."""
-    parser.add_argument("--torch-threads", dest="play_threads", type=torch_threads, default=None, metavar="N",
-                        help="torch intra-op threads for the agents' forward passes (default: torch's, one per core)")
+    parser.add_argument(
+        "--torch-threads",
+        dest="play_threads",
+        type=torch_threads,
+        default=None,
+        metavar="N",
+        help="torch intra-op threads for the agents' forward passes (default: torch's, one per core)",
+    )

@@ -3,6 +3,7 @@
 Every setting of a run's config is a flag, made from the config dataclasses' fields (defaulting to None,
 so that the preset, or the run being resumed or branched, decides unless the flag is given).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,11 @@ def add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only: 
         flag = "--" + field.name.replace("_", "-")
         default = presets.get("default", {}).get(field.name, getattr(defaults, field.name))
         seed_value = presets.get("seed", {}).get(field.name)
-        shown = ("default: as the run had it" if only is not None else
-                 f"default {default}" + (f"; seed preset {seed_value}" if seed_value is not None else ""))
+        shown = (
+            "default: as the run had it"
+            if only is not None
+            else f"default {default}" + (f"; seed preset {seed_value}" if seed_value is not None else "")
+        )
         helptext = f"{config_module.FIELD_HELP.get(field.name, '')} ({shown})"
         if isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
@@ -46,17 +50,27 @@ def add_train(commands) -> None:
     algos.required = True
     dqn = algos.add_parser("dqn", help="DQN against the built-in AI")
     dqn.add_argument("--run-dir", help="where the run goes (default runs/pong__dqn__<preset>__<seed>__<time>)")
-    dqn.add_argument("--preset", default="default", choices=sorted(config_module.DQN_PRESETS),
-                     help="hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here")
+    dqn.add_argument(
+        "--preset",
+        default="default",
+        choices=sorted(config_module.DQN_PRESETS),
+        help="hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here",
+    )
     dqn.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
     add_config_flags(dqn, config_module.DQNConfig, config_module.DQN_PRESETS)
-    for algo, helptext in (("ppo", "PPO against the built-in AI"),
-                           ("selfplay", "PPO self-play on two-player Pong (the self-play model card)")):
+    for algo, helptext in (
+        ("ppo", "PPO against the built-in AI"),
+        ("selfplay", "PPO self-play on two-player Pong (the self-play model card)"),
+    ):
         presets = config_module.CONFIG_CLASSES[algo][1]
         sub = algos.add_parser(algo, help=helptext)
         sub.add_argument("--run-dir", help=f"where the run goes (default runs/pong__{algo}__<preset>__<seed>__<time>)")
-        sub.add_argument("--preset", default="default", choices=sorted(presets),
-                         help="hyperparameters to start from: 'seed' is the model card's run (default: default)")
+        sub.add_argument(
+            "--preset",
+            default="default",
+            choices=sorted(presets),
+            help="hyperparameters to start from: 'seed' is the model card's run (default: default)",
+        )
         sub.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
         add_config_flags(sub, config_module.PPOConfig, presets)
 
@@ -80,8 +94,9 @@ def add_resume(commands) -> None:
 def add_branch(commands) -> None:
     branch = commands.add_parser("branch", help="start a new run from a run's checkpoint, with some settings changed")
     branch.add_argument("run_dir", metavar="RUN", help="the run to branch from (it is only read)")
-    branch.add_argument("--run-dir", dest="new_run_dir", required=True,
-                        help="where the new run goes (must not hold a run)")
+    branch.add_argument(
+        "--run-dir", dest="new_run_dir", required=True, help="where the new run goes (must not hold a run)"
+    )
     branch.add_argument("--checkpoint", help="branch at this checkpoint of RUN instead of its latest")
     _add_steps(branch)
     # Every setting of either algorithm; the run's own algorithm decides which apply.
@@ -99,18 +114,32 @@ def cmd_train(args) -> int:
     from pongrl import training
 
     cls, _ = config_module.CONFIG_CLASSES[args.algo]
-    overrides = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls)
-                 if f.name not in ("algo", "preset")}
-    run = training.train(args.algo, args.run_dir, args.preset, force=args.force, verbose=True, handle_signals=True,
-                         **{name: value for name, value in overrides.items() if value is not None})
+    overrides = {
+        f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls) if f.name not in ("algo", "preset")
+    }
+    run = training.train(
+        args.algo,
+        args.run_dir,
+        args.preset,
+        force=args.force,
+        verbose=True,
+        handle_signals=True,
+        **{name: value for name, value in overrides.items() if value is not None},
+    )
     return run.outcome.exit_code
 
 
 def cmd_resume(args) -> int:
     from pongrl import training
 
-    run = training.Run(args.run_dir).resume(args.extra_steps, args.total_steps, args.checkpoint, verbose=True,
-                                            handle_signals=True, **{name: getattr(args, name) for name in RESUME_FLAGS})
+    run = training.Run(args.run_dir).resume(
+        args.extra_steps,
+        args.total_steps,
+        args.checkpoint,
+        verbose=True,
+        handle_signals=True,
+        **{name: getattr(args, name) for name in RESUME_FLAGS},
+    )
     return run.outcome.exit_code
 
 
@@ -118,8 +147,15 @@ def cmd_branch(args) -> int:
     from pongrl import training
 
     changes = {name: getattr(args, name, None) for name in BRANCH_FLAGS}
-    run = training.Run(args.run_dir).branch(args.new_run_dir, args.checkpoint, args.extra_steps, args.total_steps,
-                                            verbose=True, handle_signals=True, **changes)
+    run = training.Run(args.run_dir).branch(
+        args.new_run_dir,
+        args.checkpoint,
+        args.extra_steps,
+        args.total_steps,
+        verbose=True,
+        handle_signals=True,
+        **changes,
+    )
     return run.outcome.exit_code
 
 

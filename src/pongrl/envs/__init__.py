@@ -4,6 +4,7 @@
 Public forms for other libraries: `gymnasium.make("pongrl/Pong-v0")` and `gymnasium.make_vec(...)`
 (registered by `import pongrl`), and `pongrl.envs.pong_selfplay_v0` (PettingZoo parallel and AEC
 envs, and the Gymnasium vector env pongrl's self-play trainer steps)."""
+
 import ale_py
 
 from pongrl.envs.single import PongGame, make_vector_env

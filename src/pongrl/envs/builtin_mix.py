@@ -11,6 +11,7 @@ a game, so the trainer treats them like any other game:
 Rewards are the true score changes (no serve penalties: the single-player game serves by itself); the
 games start after 0-30 random no-ops, and sticky actions, if any, are the emulator's own.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,13 @@ import numpy as np
 from pongrl.envs.single import GameVectorEnv
 from pongrl.envs.selfplay import FastSelfPlayEnv, _SelfPlayVectorEnv
 
-EPISODE_COUNTS = {"points_won": np.int64, "points_lost": np.int64, "serve_penalties": np.int64, "r": np.float64,
-                  "l": np.int64}  # what selfplay.Scoreboard reports of each finished game, per entry
+EPISODE_COUNTS = {
+    "points_won": np.int64,
+    "points_lost": np.int64,
+    "serve_penalties": np.int64,
+    "r": np.float64,
+    "l": np.int64,
+}  # what selfplay.Scoreboard reports of each finished game, per entry
 # The seed offset of the built-in AI's games, so that their seeds never meet the self-play games' (seed + g).
 BUILTIN_SEED_OFFSET = 10_000
 
@@ -49,8 +55,13 @@ class BuiltinGamesAsPlayers(_SelfPlayVectorEnv):
         if "final_obs" in info:  # the games that go on give their current observation, as the self-play env does
             final_obs = self._as_players(np.where(ended[:, None, None, None], info["final_obs"], obs))
         infos = self._scores.step_infos(rewards.astype(np.float32), ended, final_obs)
-        return (self._as_players(obs), rewards.astype(np.float32), np.repeat(terminated, 2), np.repeat(truncated, 2),
-                infos)
+        return (
+            self._as_players(obs),
+            rewards.astype(np.float32),
+            np.repeat(terminated, 2),
+            np.repeat(truncated, 2),
+            infos,
+        )
 
     def close_extras(self, **kwargs) -> None:
         self.games.close()
@@ -70,8 +81,9 @@ class SelfPlayWithBuiltinEnv:
 
     def step(self, actions):
         actions = np.asarray(actions)
-        results = [part.step(actions[start:end])
-                   for part, start, end in zip(self.parts, self._bounds, self._bounds[1:])]
+        results = [
+            part.step(actions[start:end]) for part, start, end in zip(self.parts, self._bounds, self._bounds[1:])
+        ]
         obs, rewards, terminated, truncated = (np.concatenate([result[k] for result in results]) for k in range(4))
         infos = [result[4] for result in results]
         if not any(infos):
@@ -80,12 +92,20 @@ class SelfPlayWithBuiltinEnv:
         # one self-play env gives them for its games that go on.
         parts = list(zip(infos, self.parts, self._split(obs)))
         ended = np.concatenate([info.get("_episode", np.zeros(part.num_envs, bool)) for info, part, _ in parts])
-        episode = {name: np.concatenate([info["episode"][name] if info else np.zeros(part.num_envs, dtype)
-                                         for info, part, _ in parts])
-                   for name, dtype in EPISODE_COUNTS.items()}
+        episode = {
+            name: np.concatenate(
+                [info["episode"][name] if info else np.zeros(part.num_envs, dtype) for info, part, _ in parts]
+            )
+            for name, dtype in EPISODE_COUNTS.items()
+        }
         final_obs = np.concatenate([info.get("final_obs", part_obs) for info, _, part_obs in parts])
-        return obs, rewards, terminated, truncated, {"final_obs": final_obs, "_final_obs": ended, "episode": episode,
-                                                     "_episode": ended}
+        return (
+            obs,
+            rewards,
+            terminated,
+            truncated,
+            {"final_obs": final_obs, "_final_obs": ended, "episode": episode, "_episode": ended},
+        )
 
     def _split(self, obs: np.ndarray) -> list[np.ndarray]:
         return [obs[start:end] for start, end in zip(self._bounds, self._bounds[1:])]

@@ -14,6 +14,7 @@ mirrored), step for step: a test compares the vector form with PettingZoo + Supe
 seconds gets -1 (a serve penalty; the score does not change). `game_mode` 4 is pong_v3's classic
 game, 3 the cartridge's other two-player variation.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,7 +27,6 @@ from pettingzoo.utils import parallel_to_aec
 from pongrl.envs.selfplay import FastSelfPlayEnv, Scoreboard, player_observation_space
 from pongrl.envs.two_player import TwoPlayerGames
 from pongrl.game import CLASSIC_MODE, FRAME_SIZE, FRAME_STACK, GAME_MODES, MAX_CYCLES, NUM_ACTIONS, PLAYERS
-
 
 
 def _check_mode(game_mode: int) -> None:
@@ -104,8 +104,13 @@ class PongSelfPlayParallelEnv(ParallelEnv):
             for i, agent in enumerate(PLAYERS):
                 infos[agent]["episode"] = {key: values[i].item() for key, values in episode.items()}
             self.agents = []
-        return (self._per_agent(self._obs.copy()), self._per_agent([float(r) for r in rewards]),
-                self._per_agent([bool(t) for t in terminated]), self._per_agent([bool(t) for t in truncated]), infos)
+        return (
+            self._per_agent(self._obs.copy()),
+            self._per_agent([float(r) for r in rewards]),
+            self._per_agent([bool(t) for t in terminated]),
+            self._per_agent([bool(t) for t in truncated]),
+            infos,
+        )
 
     def render(self) -> np.ndarray | None:
         """The last raw RGB frame (210, 160, 3) with render_mode="rgb_array"."""
@@ -122,8 +127,9 @@ class PongSelfPlayParallelEnv(ParallelEnv):
         self._games.close()
 
 
-def parallel_env(max_cycles: int = MAX_CYCLES, game_mode: int = CLASSIC_MODE,
-                 render_mode: str | None = None) -> PongSelfPlayParallelEnv:
+def parallel_env(
+    max_cycles: int = MAX_CYCLES, game_mode: int = CLASSIC_MODE, render_mode: str | None = None
+) -> PongSelfPlayParallelEnv:
     """One game as a PettingZoo ParallelEnv (see the module docstring)."""
     return PongSelfPlayParallelEnv(max_cycles, game_mode, render_mode)
 
@@ -133,13 +139,20 @@ def env(max_cycles: int = MAX_CYCLES, game_mode: int = CLASSIC_MODE, render_mode
     return parallel_to_aec(parallel_env(max_cycles, game_mode, render_mode))
 
 
-def vector_env(num_games: int, seed: int = 0, max_cycles: int = MAX_CYCLES, game_mode: int = CLASSIC_MODE,
-               num_threads: int = 1, sticky_actions: float = 0.0) -> FastSelfPlayEnv:
+def vector_env(
+    num_games: int,
+    seed: int = 0,
+    max_cycles: int = MAX_CYCLES,
+    game_mode: int = CLASSIC_MODE,
+    num_threads: int = 1,
+    sticky_actions: float = 0.0,
+) -> FastSelfPlayEnv:
     """`num_games` games as one Gymnasium VectorEnv of 2 * num_games players, same-step autoreset:
     what pongrl's self-play trainer steps (`num_threads` emulator threads). `sticky_actions` p repeats
     each player's previous action on a raw frame with probability p (the ALE v5 protocol, for both)."""
     _check_mode(game_mode)
     if not 0.0 <= sticky_actions < 1.0:
         raise ValueError(f"sticky_actions must be in [0, 1), got {sticky_actions}")
-    return FastSelfPlayEnv(num_games, seed, max_cycles=max_cycles, num_threads=num_threads, mode=game_mode,
-                           sticky_actions=sticky_actions)
+    return FastSelfPlayEnv(
+        num_games, seed, max_cycles=max_cycles, num_threads=num_threads, mode=game_mode, sticky_actions=sticky_actions
+    )

@@ -28,6 +28,7 @@ a game ends, `obs` already starts the next game. `infos` follows Gymnasium's vec
   "points_lost" (the true score), "serve_penalties", "r" (the clipped return) and "l" (agent
   steps), the last two named as Gymnasium's RecordEpisodeStatistics names them.
 """
+
 from __future__ import annotations
 
 import gymnasium
@@ -107,8 +108,9 @@ def make_seed_parallel_env(max_cycles: int = MAX_CYCLES, mode: int = CLASSIC_MOD
         def raw_env(**kwargs):
             return BaseAtariEnv(game="pong", num_players=2, mode_num=mode, env_name="pong_v3", **kwargs)
 
-        env = parallel_wrapper_fn(base_env_wrapper_fn(raw_env))(auto_rom_install_path=rom_install_path(),
-                                                                max_cycles=max_cycles)
+        env = parallel_wrapper_fn(base_env_wrapper_fn(raw_env))(
+            auto_rom_install_path=rom_install_path(), max_cycles=max_cycles
+        )
     env = ss.max_observation_v0(env, 2)
     env = ss.frame_skip_v0(env, 4)
     env = ss.clip_reward_v0(env, lower_bound=-1, upper_bound=1)
@@ -169,8 +171,12 @@ class ReferenceSelfPlayEnv(_SelfPlayVectorEnv):
         import supersuit as ss
 
         super().__init__(num_games, seed, max_cycles)
-        self.envs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(
-            make_seed_parallel_env(max_cycles, mode)), num_games, num_cpus=0, base_class="gymnasium")
+        self.envs = ss.concat_vec_envs_v1(
+            ss.pettingzoo_env_to_vec_env_v1(make_seed_parallel_env(max_cycles, mode)),
+            num_games,
+            num_cpus=0,
+            base_class="gymnasium",
+        )
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         obs, _ = self.envs.reset(seed=self._start_reset(seed))
@@ -195,7 +201,6 @@ class ReferenceSelfPlayEnv(_SelfPlayVectorEnv):
         self.envs.close()
 
 
-
 class FastSelfPlayEnv(_SelfPlayVectorEnv):
     """The seed's two-player Pong, `num_games` games, without PettingZoo/SuperSuit in the loop.
 
@@ -204,8 +209,15 @@ class FastSelfPlayEnv(_SelfPlayVectorEnv):
     actions; a test checks it frame for frame. Game i is seeded with seed + i.
     """
 
-    def __init__(self, num_games: int, seed: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1,
-                 mode: int = CLASSIC_MODE, sticky_actions: float = 0.0):
+    def __init__(
+        self,
+        num_games: int,
+        seed: int,
+        max_cycles: int = MAX_CYCLES,
+        num_threads: int = 1,
+        mode: int = CLASSIC_MODE,
+        sticky_actions: float = 0.0,
+    ):
         super().__init__(num_games, seed, max_cycles)
         self.games = TwoPlayerGames(num_games, max_cycles, num_threads, mode, sticky_actions=sticky_actions)
         self._obs = np.zeros((self.num_agents, FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)

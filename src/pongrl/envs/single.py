@@ -16,6 +16,7 @@ Both are public through Gymnasium, registered when `pongrl` is imported:
 `gymnasium.make("pongrl/Pong-v0")` is `PongEnv` (on `PongGame`), and
 `gymnasium.make_vec("pongrl/Pong-v0", num_envs=N)` is `make_pong_vector_env` (the trainer's env).
 """
+
 from __future__ import annotations
 
 import os
@@ -30,9 +31,14 @@ from ale_py.vector_env import AtariVectorEnv, AutoresetMode
 from pongrl.game import FRAME_SIZE, FRAME_SKIP, FRAME_STACK, MAX_EPISODE_FRAMES, NOOP_MAX, NUM_ACTIONS
 
 
-def make_pong_vector_env(num_envs: int = 1, sticky_actions: float = 0.0, noop_max: int = NOOP_MAX,
-                         num_threads: int = 0, autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
-                         render_mode: str | None = None) -> AtariVectorEnv:
+def make_pong_vector_env(
+    num_envs: int = 1,
+    sticky_actions: float = 0.0,
+    noop_max: int = NOOP_MAX,
+    num_threads: int = 0,
+    autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+    render_mode: str | None = None,
+) -> AtariVectorEnv:
     """`num_envs` emulators with the protocol, in ale-py's C++ vector env (a Gymnasium VectorEnv; not
     reset yet: `reset(seed=s)` seeds env i with s + i). `sticky_actions` is the probability that the
     emulator repeats the previous action on a frame (Machado et al. 2018; 0.25 in the ALE v5 protocol).
@@ -62,8 +68,9 @@ def make_pong_vector_env(num_envs: int = 1, sticky_actions: float = 0.0, noop_ma
     )
 
 
-def make_vector_env(num_envs: int, seed: int, num_threads: int = 0,
-                    sticky_actions: float = 0.0) -> tuple[AtariVectorEnv, np.ndarray]:
+def make_vector_env(
+    num_envs: int, seed: int, num_threads: int = 0, sticky_actions: float = 0.0
+) -> tuple[AtariVectorEnv, np.ndarray]:
     """The trainer's and evaluator's vector env: `make_pong_vector_env`, reset with seeds seed,
     seed+1, ...; returns (env, first obs)."""
     env = make_pong_vector_env(num_envs, sticky_actions=sticky_actions, num_threads=num_threads)
@@ -82,8 +89,14 @@ class PongGame:
     that watch a game another one plays.
     """
 
-    def __init__(self, seed: int, noop_max: int = NOOP_MAX, profile: str = "standard", sticky_actions: float = 0.0,
-                 extra_profiles: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        seed: int,
+        noop_max: int = NOOP_MAX,
+        profile: str = "standard",
+        sticky_actions: float = 0.0,
+        extra_profiles: tuple[str, ...] = (),
+    ):
         from pongrl.envs.views import VIEWS
 
         self.ale = ale_py.ALEInterface()
@@ -102,8 +115,10 @@ class PongGame:
 
     def _screens(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The current grayscale and RGB screens, each only if a view needs it."""
-        return (self.ale.getScreenGrayscale() if self.need_gray else None,
-                self.ale.getScreenRGB() if self.need_rgb else None)
+        return (
+            self.ale.getScreenGrayscale() if self.need_gray else None,
+            self.ale.getScreenRGB() if self.need_rgb else None,
+        )
 
     def observation(self, profile: str | None = None) -> np.ndarray:
         """The current stack in `profile` (default: the game's own), a copy."""
@@ -204,8 +219,9 @@ class GameVectorEnv:
     `info["final_obs"]` for ended games. Used where the C++ vector env cannot produce the pixels
     (the seed profile needs the colour screen)."""
 
-    def __init__(self, num_envs: int, seed: int, profile: str, starts: list[list[int]] | None = None,
-                 sticky_actions: float = 0.0):
+    def __init__(
+        self, num_envs: int, seed: int, profile: str, starts: list[list[int]] | None = None, sticky_actions: float = 0.0
+    ):
         """`starts[i]`, if given, lists the no-op frame counts game i starts its games with, in order
         (drawn at random once the list runs out)."""
         self.games = [PongGame(seed + i, profile=profile, sticky_actions=sticky_actions) for i in range(num_envs)]
@@ -248,9 +264,16 @@ class SinglePlayerGames:
     per game, game i seeded with seed + i (any profiles, RAM, colour frames, queued starts: `starts[i]` lists
     game i's successive no-op counts, None or a list run out meaning drawn)."""
 
-    def __init__(self, num_games: int, seed: int, profiles: tuple[str, ...] = ("standard",),
-                 sticky_actions: float = 0.0, starts: list[list[int | None]] | None = None,
-                 record_colour: bool = False, vectorized: bool = False):
+    def __init__(
+        self,
+        num_games: int,
+        seed: int,
+        profiles: tuple[str, ...] = ("standard",),
+        sticky_actions: float = 0.0,
+        starts: list[list[int | None]] | None = None,
+        record_colour: bool = False,
+        vectorized: bool = False,
+    ):
         n = num_games
         self.num_games, self.seed, self.profiles = n, seed, tuple(profiles)
         self.record_colour = record_colour
@@ -265,15 +288,22 @@ class SinglePlayerGames:
         self.autoreset = vectorized
         self._obs = None
         if vectorized:
-            if self.profiles != ("standard",) or record_colour or any(
-                    start is not None for game_starts in self.starts for start in game_starts):
+            if (
+                self.profiles != ("standard",)
+                or record_colour
+                or any(start is not None for game_starts in self.starts for start in game_starts)
+            ):
                 raise ValueError("the vector engine plays the standard profile from drawn starts, without colour")
             self.env, self.games = make_pong_vector_env(n, sticky_actions=sticky_actions), []
             self.colour_frames: list[list[np.ndarray]] = [[] for _ in range(n)]
         else:
             self.env = None
-            self.games = [PongGame(seed + i, profile=self.profiles[0], sticky_actions=sticky_actions,
-                                   extra_profiles=self.profiles[1:]) for i in range(n)]
+            self.games = [
+                PongGame(
+                    seed + i, profile=self.profiles[0], sticky_actions=sticky_actions, extra_profiles=self.profiles[1:]
+                )
+                for i in range(n)
+            ]
             self.colour_frames = [game.colour_frames for game in self.games]
 
     def reset(self) -> None:
@@ -315,8 +345,9 @@ class SinglePlayerGames:
             self._obs, rewards, terminated, truncated, _ = self.env.step(agent_actions)
             outcomes = zip(range(self.num_games), rewards, terminated, truncated)
         else:
-            outcomes = [(g, *self.games[g].step(int(actions[g][0]), record_colour=self.record_colour)[1:])
-                        for g in games]
+            outcomes = [
+                (g, *self.games[g].step(int(actions[g][0]), record_colour=self.record_colour)[1:]) for g in games
+            ]
         ended = []
         for g, reward, terminated, truncated in outcomes:
             if reward:
@@ -333,8 +364,13 @@ class SinglePlayerGames:
 
     def result(self, g: int) -> dict:
         """Game g's counts so far, as the two-player driver gives them."""
-        return {"points": tuple(int(p) for p in self.points[g]), "penalties": (0, 0), "steps": self.steps[g],
-                "over": bool(self.over[g]), "cut": bool(self.cut[g])}
+        return {
+            "points": tuple(int(p) for p in self.points[g]),
+            "penalties": (0, 0),
+            "steps": self.steps[g],
+            "over": bool(self.over[g]),
+            "cut": bool(self.cut[g]),
+        }
 
     def done(self, g: int) -> bool:
         return bool(self.over[g] or self.cut[g])

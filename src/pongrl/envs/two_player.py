@@ -32,6 +32,7 @@ exactly then: measured 44-208 in play), which serves; in play the players' own a
 Over 400 lines on purpose: one driver for every use of the two-player game (it replaced two), its frame loop,
 max-pooling, counting and starts kept together so that training and matches cannot drift apart.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,21 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from pongrl.envs.views import NEEDS_GRAY, VIEWS, SeedFrameStack, SeedResizer, seed_frame
-from pongrl.game import (CLASSIC_MODE, FIRE, FRAME_SKIP, LEFT, MAX_CYCLES, NUM_ACTIONS, RAM_BALL_Y, RAM_SCORE_LEFT,
-                         RAM_SCORE_RIGHT, RIGHT, SCREEN_HEIGHT, SCREEN_WIDTH, WINNING_SCORE)
+from pongrl.game import (
+    CLASSIC_MODE,
+    FIRE,
+    FRAME_SKIP,
+    LEFT,
+    MAX_CYCLES,
+    NUM_ACTIONS,
+    RAM_BALL_Y,
+    RAM_SCORE_LEFT,
+    RAM_SCORE_RIGHT,
+    RIGHT,
+    SCREEN_HEIGHT,
+    SCREEN_WIDTH,
+    WINNING_SCORE,
+)
 
 
 def pong_rom_path() -> str:
@@ -101,10 +115,19 @@ class TwoPlayerGames:
 
     SLOTS = 1 + FRAME_SKIP  # frames kept per game: the previous step's last + this step's
 
-    def __init__(self, num_games: int, max_cycles: int = MAX_CYCLES, num_threads: int = 1, mode: int = CLASSIC_MODE,
-                 autoreset: bool = True, sticky_actions: float = 0.0, profiles: tuple[str, ...] = ("seed",),
-                 serve_assist: bool | tuple[int, ...] = False, record_colour: bool = False,
-                 starts: list[list[int]] | None = None):
+    def __init__(
+        self,
+        num_games: int,
+        max_cycles: int = MAX_CYCLES,
+        num_threads: int = 1,
+        mode: int = CLASSIC_MODE,
+        autoreset: bool = True,
+        sticky_actions: float = 0.0,
+        profiles: tuple[str, ...] = ("seed",),
+        serve_assist: bool | tuple[int, ...] = False,
+        record_colour: bool = False,
+        starts: list[list[int]] | None = None,
+    ):
         from multi_agent_ale_py.ale_python_interface import ale_lib
         from numpy.ctypeslib import as_ctypes
 
@@ -146,8 +169,9 @@ class TwoPlayerGames:
         self._c_rews = [as_ctypes(self._rews[g]) for g in range(n)]
         self._c_ram = [as_ctypes(self._ram[g]) for g in range(n)]
         self._c_rgb = [[as_ctypes(self._rgb[g, k]) for k in range(self.SLOTS)] for g in range(n)]
-        self._c_gray = [[as_ctypes(self._gray[g, k]) for k in range(self.SLOTS)] if self.need_gray else []
-                        for g in range(n)]
+        self._c_gray = [
+            [as_ctypes(self._gray[g, k]) for k in range(self.SLOTS)] if self.need_gray else [] for g in range(n)
+        ]
         self._pooled = np.zeros((n, SCREEN_HEIGHT, SCREEN_WIDTH, 3), np.uint8)
         self._prev = [0] * n
         self._frame_in_step = [0] * n
@@ -190,8 +214,9 @@ class TwoPlayerGames:
 
     def screen(self, g: int) -> np.ndarray:
         """Game g's last raw RGB frame (210, 160, 3), as the emulator drew it; a view valid until the next frame."""
-        return self._rgb[g, self._prev[g] if not self._frame_in_step[g] else
-                         (self._prev[g] + self._frame_in_step[g]) % self.SLOTS]
+        return self._rgb[
+            g, self._prev[g] if not self._frame_in_step[g] else (self._prev[g] + self._frame_in_step[g]) % self.SLOTS
+        ]
 
     def ball_in_play(self, g: int) -> bool:
         self.lib.getRAM(self._objs[g], self._c_ram[g])
@@ -206,8 +231,14 @@ class TwoPlayerGames:
 
     def result(self, g: int) -> dict:
         """Game g's counts so far: points and serve penalties by side, agent steps, raw frames, how it ended."""
-        return {"points": tuple(int(p) for p in self.points[g]), "penalties": tuple(int(p) for p in self.penalties[g]),
-                "steps": self.steps[g], "frames": self.frames[g], "over": bool(self.over[g]), "cut": bool(self.cut[g])}
+        return {
+            "points": tuple(int(p) for p in self.points[g]),
+            "penalties": tuple(int(p) for p in self.penalties[g]),
+            "steps": self.steps[g],
+            "frames": self.frames[g],
+            "over": bool(self.over[g]),
+            "cut": bool(self.cut[g]),
+        }
 
     def close(self) -> None:
         if self._pool is not None:

@@ -12,6 +12,7 @@ single-player game, the two-player games) keeps one view per profile its players
 watch the same game, each in its own profile. The seed profile's parts (`seed_frame`, `SeedResizer`,
 `SeedFrameStack`) are also used on their own by the two-player driver's batched fast path.
 """
+
 from __future__ import annotations
 
 import sys
@@ -62,7 +63,7 @@ class SeedResizer:
             self._packed *= np.float32(1.0 / 255.0)
             tinyscaler.scale(self._packed, (FRAME_SIZE, FRAME_SIZE), mode="bilinear", dst=self._scaled)
             self._scaled *= np.float32(255.0)
-            self._out[first:first + 4] = self._scaled.transpose(2, 0, 1)  # float -> uint8 truncates
+            self._out[first : first + 4] = self._scaled.transpose(2, 0, 1)  # float -> uint8 truncates
         return self._out[:count]
 
 
