@@ -1,5 +1,6 @@
 """`pongrl probe intervene`: edits along a probe's direction inside a network, on a planted network whose
 action is known to depend on one direction, and end to end on a real collect (games on the real emulator)."""
+
 import csv
 import os
 
@@ -10,7 +11,7 @@ import torch
 from pongrl.agent import QAgent
 from pongrl.game import NUM_ACTIONS
 from pongrl.nets import QNetwork
-from pongrl.probes.intervene import Edit, steerable_layers
+from pongrl.probes.intervene import EditedNetwork, LayerEdits
 
 from cli_helpers import run
 
@@ -38,45 +39,69 @@ def test_steering_along_the_used_direction_changes_the_action_as_computed_and_a_
     direction = rng.standard_normal(512)
     direction -= (fc @ direction + 1.0) / (fc @ fc) * fc  # fc . direction = -1: DOWN is chosen
     agent = planted_agent(direction)
-    fc_module = steerable_layers(agent)["fc"]
     assert agent.act(obs)[0] == DOWN
     reading = lambda: float(agent.layers(obs)["fc"][0].astype(np.float64) @ direction)  # noqa: E731
 
+    def edited(kind, vector):
+        base, perturbed = EditedNetwork(agent, {"fc": LayerEdits([(kind, vector, 0.0)])}).preferences(obs, [("fc", 0)])
+        np.testing.assert_array_equal(base, agent.preferences(obs))  # the unperturbed pass is the agent's own
+        return perturbed[0]
+
     # Steer by alpha = +2 units of the reading fc . direction: -1 becomes +1, Q(UP) - Q(DOWN) = +2, UP.
     delta = 2.0 * direction / (direction @ direction)
-    edit = Edit(fc_module, "steer", delta)
-    edit.active = True
-    q_values = agent.preferences(obs)[0]
-    assert agent.act(obs)[0] == UP
+    q_values = edited("steer", delta)
+    assert q_values.argmax() == UP
     assert q_values[UP] - q_values[DOWN] == pytest.approx(2.0, abs=1e-3)
-    edit.remove()
-    assert agent.act(obs)[0] == DOWN and reading() == pytest.approx(-1.0, abs=1e-3)
+    assert agent.act(obs)[0] == DOWN and reading() == pytest.approx(-1.0, abs=1e-3)  # the agent is untouched
 
     # The same |delta| along a random direction barely moves the reading: the action stays.
     random_unit = rng.standard_normal(512)
     random_unit /= np.linalg.norm(random_unit)
-    edit = Edit(fc_module, "steer", random_unit * np.linalg.norm(delta))
-    edit.active = True
-    assert agent.act(obs)[0] == DOWN
-    edit.remove()
+    assert edited("steer", random_unit * np.linalg.norm(delta)).argmax() == DOWN
 
     # Ablating the used direction sets the reading to 0 (a tie broken to the lower action index); ablating a
     # direction the head does not read changes no Q-value at all.
     unit = direction / np.linalg.norm(direction)
-    edit = Edit(fc_module, "ablate", unit)
-    edit.active = True
-    q_ablated = agent.preferences(obs)[0]
-    edit.remove()
+    q_ablated = edited("ablate", unit)
     assert q_ablated[UP] == pytest.approx(0.0, abs=1e-4) and q_ablated[DOWN] == pytest.approx(0.0, abs=1e-4)
     unused = rng.standard_normal(512)
     unused -= (unused @ unit) * unit
     unused /= np.linalg.norm(unused)
-    before = agent.preferences(obs)[0]
-    edit = Edit(fc_module, "ablate", unused)
-    edit.active = True
-    after = agent.preferences(obs)[0]
-    edit.remove()
-    np.testing.assert_allclose(after, before, atol=1e-4)
+    np.testing.assert_allclose(edited("ablate", unused), agent.preferences(obs)[0], atol=1e-4)
+
+
+def test_one_batch_carries_each_row_under_its_own_edit():
+    """Rows of one forward pass under different edits (and none) each get what they would get alone."""
+    rng = np.random.default_rng(4)
+    obs = rng.integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
+    direction = rng.standard_normal(512)
+    agent = planted_agent(direction)
+    unit = direction / np.linalg.norm(direction)
+    edits = [("steer", 3.0 * unit, 0.0), ("mean-ablate", unit, 0.5)]
+    conv_edit = [("steer", rng.standard_normal(64 * 7 * 7), 0.0)]
+    network = EditedNetwork(agent, {"fc": LayerEdits(edits), "conv3": LayerEdits(conv_edit)})
+    alone = [network.preferences(obs[row : row + 1], [("fc", row)])[1][0] for row in range(2)]
+    plain = agent.preferences(obs[2:3])[0]
+    base, together = network.preferences(obs, [("fc", 0), ("fc", 1), None])
+    np.testing.assert_allclose(base, agent.preferences(obs), atol=1e-5)
+    np.testing.assert_allclose(together[0], alone[0], atol=1e-4)
+    np.testing.assert_allclose(together[1], alone[1], atol=1e-4)
+    np.testing.assert_allclose(together[2], plain, atol=1e-4)
+    # The mean ablation sets the reading along the unit to 0.5: Q(UP) - Q(DOWN) = 2 |direction| 0.5.
+    assert together[1][UP] - together[1][DOWN] == pytest.approx(np.linalg.norm(direction), rel=1e-3)
+    # The steer moves fc . unit by 3: Q(UP) - Q(DOWN) by 2 |direction| 3.
+    shift = (together[0][UP] - together[0][DOWN]) - (base[0][UP] - base[0][DOWN])
+    assert shift == pytest.approx(6 * np.linalg.norm(direction), rel=1e-3)
+    # An edit at a convolution runs the rest of the network again: the same as adding it by hand.
+    _, mixed = network.preferences(obs, [("fc", 0), ("conv3", 0), None])
+    torso, head = agent.policy_parts()
+    with torch.no_grad():
+        conv3 = torso[:6](agent.network_input(obs[1:2]))
+        by_hand = head(torso[6:](conv3 + torch.as_tensor(conv_edit[0][1], dtype=torch.float32).reshape(conv3.shape)))
+    np.testing.assert_allclose(mixed[1], by_hand[0].numpy(), atol=1e-4)
+    np.testing.assert_allclose(mixed[0], together[0], atol=1e-5)
+    np.testing.assert_allclose(mixed[2], plain, atol=1e-4)
+    assert np.abs(mixed[1] - base[1]).max() > 1e-3  # the conv3 edit did change the preferences
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +122,38 @@ def collect_dir(tmp_path_factory, request):
 def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, capsys):
     agent, probes = collect_dir
     out = str(tmp_path / "results")
-    code, stdout, err = run(["probe", "intervene", agent, "--probes", probes, "--layer", "fc", "--label", "ball_y",
-                             "--alpha", "-10", "10", "--kind", "steer", "ablate", "--games", "1", "--out", out], capsys)
+    code, stdout, err = run(
+        [
+            "probe",
+            "intervene",
+            agent,
+            "--probes",
+            probes,
+            "--layer",
+            "fc",
+            "--label",
+            "ball_y",
+            "--alpha",
+            "-10",
+            "10",
+            "--kind",
+            "steer",
+            "ablate",
+            "--games",
+            "1",
+            "--out",
+            out,
+        ],
+        capsys,
+    )
     assert code == 0, err
     with open(os.path.join(out, "intervene.csv")) as handle:
         rows = list(csv.DictReader(handle))
     # the unperturbed games, then (steer at 2 alphas + ablate) x (probe, random)
     assert len(rows) == 1 + 3 * 2
-    assert {(r["kind"], r["direction"]) for r in rows[1:]} == {(k, d) for k in ("steer", "ablate")
-                                                                 for d in ("probe", "random")}
+    assert {(r["kind"], r["direction"]) for r in rows[1:]} == {
+        (k, d) for k in ("steer", "ablate") for d in ("probe", "random")
+    }
     assert all(r["score"] not in ("", "nan") for r in rows)
     steered = [r for r in rows if r["kind"] == "steer"]
     assert all(float(r["kl"]) >= 0 for r in steered)
@@ -113,19 +161,23 @@ def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, 
     assert "unperturbed: score" in stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--layer", "conv9", "--label", "ball_y"], "no layer 'conv9'"),
-    (["--layer", "fc", "--label", "player_score"], "no probe of 'player_score'"),
-    (["--layer", "fc", "--label", "ball_y", "--alpha", "up"], "expected a"),
-    (["--layer", "fc", "--label", "ball_y", "--kind", "twist"], "--kind must be one of"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--layer", "conv9", "--label", "ball_y"], "no layer 'conv9'"),
+        (["--layer", "fc", "--label", "player_score"], "no probe of 'player_score'"),
+        (["--layer", "fc", "--label", "ball_y", "--alpha", "up"], "expected a"),
+        (["--layer", "fc", "--label", "ball_y", "--kind", "twist"], "--kind must be one of"),
+    ],
+)
 def test_bad_intervene_input_is_one_line_and_leaves_earlier_results(collect_dir, tmp_path, capsys, args, message):
     agent, probes = collect_dir
     out = tmp_path / "results"
     out.mkdir()
     (out / "intervene.csv").write_text("earlier results\n")
-    code, _, err = run(["probe", "intervene", agent, "--probes", probes, "--games", "1", "--out", str(out), *args],
-                       capsys)
+    code, _, err = run(
+        ["probe", "intervene", agent, "--probes", probes, "--games", "1", "--out", str(out), *args], capsys
+    )
     assert code != 0 and message in err and len(err.strip().splitlines()) == 1, err
     assert (out / "intervene.csv").read_text() == "earlier results\n"
 
@@ -149,8 +201,11 @@ def test_ram_edits_move_the_ball_drawn_on_the_next_frame_and_the_built_in_ai_kee
         state = game.ale.cloneState()
         game.ale.act(game.actions[0])
         row, column = drawn(game)
-        for byte, delta, expected in ((RAM_BALL_Y, 12, (row + 12, column)), (RAM_BALL_Y, -9, (row - 9, column)),
-                                      (RAM_BALL_X, 7, (row, column + 7))):
+        for byte, delta, expected in (
+            (RAM_BALL_Y, 12, (row + 12, column)),
+            (RAM_BALL_Y, -9, (row - 9, column)),
+            (RAM_BALL_X, 7, (row, column + 7)),
+        ):
             game.ale.restoreState(state)
             game.ale.setRAM(byte, int(game.ale.getRAM()[byte]) + delta)
             game.ale.act(game.actions[0])
@@ -172,13 +227,31 @@ def test_ram_edits_move_the_ball_drawn_on_the_next_frame_and_the_built_in_ai_kee
 def test_counterfactual_moves_write_their_table(collect_dir, tmp_path, capsys):
     agent, probes = collect_dir
     out = str(tmp_path / "cf.csv")
-    code, stdout, err = run(["probe", "counterfactual", agent, "--probes", probes, "--layer", "fc", "--move",
-                             "ball_y=+10", "ball_x=-6", "--states", "3", "--out", out], capsys)
+    code, stdout, err = run(
+        [
+            "probe",
+            "counterfactual",
+            agent,
+            "--probes",
+            probes,
+            "--layer",
+            "fc",
+            "--move",
+            "ball_y=+10",
+            "ball_x=-6",
+            "--states",
+            "3",
+            "--out",
+            out,
+        ],
+        capsys,
+    )
     assert code == 0, err
     with open(out) as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["move"], int(r["delta"])) for r in rows] == [("ball_y", 10), ("ball_x", -6)]
     assert all(int(r["states"]) == 3 and float(r["kl"]) >= 0 for r in rows)
-    code, _, err = run(["probe", "counterfactual", agent, "--probes", probes, "--layer", "fc", "--move",
-                        "paddle=3"], capsys)
+    code, _, err = run(
+        ["probe", "counterfactual", agent, "--probes", probes, "--layer", "fc", "--move", "paddle=3"], capsys
+    )
     assert code == 1 and "can move ball_y, ball_x" in err and len(err.strip().splitlines()) == 1

@@ -1,5 +1,6 @@
 """`pongrl probe`: the RAM ground truth against the screen, the probes on planted signals, the split by
 game, and bad input."""
+
 import csv
 import json
 import os
@@ -18,7 +19,7 @@ from pongrl.probes.collect import GAMES_FOLDER, SETTINGS_FILE, _write_game, coll
 from pongrl.probes.fit import ProbeData, fit, split_games, write_results
 from pongrl.probes.labels import LABELS, read_labels
 
-from cli_helpers import run
+from cli_helpers import run, small_dqn
 
 BALL_COLOUR = (236, 236, 236)
 PLAYFIELD_ROWS = slice(34, 194)  # between the walls, which are drawn in the ball's colour
@@ -90,50 +91,67 @@ def test_collect_against_an_agent_from_the_left_records_mirrored_labels_and_a_tw
 
     dqn, selfplay = str(tmp_path / "dqn.safetensors"), str(tmp_path / "selfplay.safetensors")
     save_safetensors_agent(dqn, QNetwork(6).state_dict(), "dqn", 0, "standard")
-    save_safetensors_agent(selfplay, ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", 0,
-                           "seed")
+    save_safetensors_agent(
+        selfplay, ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", 0, "seed"
+    )
     out = str(tmp_path / "collect")
-    code, _, err = run(["probe", "collect", selfplay, dqn, "--opponent", dqn, "--side", "left", "--frames", "120",
-                        "--out", out], capsys)
+    code, _, err = run(
+        ["probe", "collect", selfplay, dqn, "--opponent", dqn, "--side", "left", "--frames", "120", "--out", out],
+        capsys,
+    )
     assert code == 0, err
     settings = json.load(open(os.path.join(out, SETTINGS_FILE)))
     assert settings["side"] == "left" and settings["opponent"]["name"] == "dqn.safetensors"
     assert [agent["name"] for agent in settings["agents"]][2:] == [
-        "random-init (actor-critic-small-shared-seed)", "random-init (q-nature)"]
+        "random-init (actor-critic-small-shared-seed)",
+        "random-init (q-nature)",
+    ]
     with h5py.File(game_files(out)[0], "r") as game:
         assert sorted(game["agents"].keys()) == ["0", "1", "2", "3"]
         assert game["agents/0/conv2"].shape == (120, 1024) and game["agents/1/fc"].shape == (120, 512)
         ball_x, in_play = game["labels/ball_x"][...], game["labels/ball_in_play"][...]
         assert (game["labels/player_x"][...] == 64).all()  # the left paddle's x byte: the agent's own paddle
     assert in_play.any() and (ball_x[in_play == 1] > 0).all()
-    code, _, err = run(["probe", "collect", dqn, "--side", "left", "--frames", "10", "--out", str(tmp_path / "o")],
-                       capsys)
+    code, _, err = run(
+        ["probe", "collect", dqn, "--side", "left", "--frames", "10", "--out", str(tmp_path / "o")], capsys
+    )
     assert code == 1 and "--opponent AGENT" in err and err.count("\n") == 1
 
 
-def planted_collect(folder, games=6, frames_per_game=300, seed=0, lengths=None):
-    """A collect in pongrl's format whose one agent has a layer that is a known linear function of
-    ball_y (plus noise) and another that is noise alone; `lengths` gives each game's frames instead."""
-    rng = np.random.default_rng(seed)
+def write_collect(folder, games):
+    """A collect in pongrl's format of one agent, "planted": `games` lists each game's (labels, layers)."""
     os.makedirs(os.path.join(folder, GAMES_FOLDER))
-    lengths = lengths or [frames_per_game] * games
-    games = len(lengths)
-    settings = {"format": "pongrl-probe-1", "frames": sum(lengths),
-                "agents": [{"spec": "planted", "name": "planted", "sha256": "", "env_step": 0,
-                            "obs_profile": "standard"}]}
+    lengths = [len(next(iter(layers.values()))) for _, layers in games]
+    settings = {
+        "format": "pongrl-probe-1",
+        "frames": sum(lengths),
+        "agents": [{"spec": "planted", "name": "planted", "sha256": "", "env_step": 0, "obs_profile": "standard"}],
+    }
     with open(os.path.join(folder, SETTINGS_FILE), "w") as handle:
         json.dump(settings, handle)
+    for game, ((labels, layers), frames) in enumerate(zip(games, lengths)):
+        path = os.path.join(folder, GAMES_FOLDER, f"game_{game:05d}.h5")
+        _write_game(path, labels, np.arange(frames, dtype=np.int32), game, [layers])
+    return folder
+
+
+def planted_collect(folder, games=6, frames_per_game=300, seed=0, lengths=None):
+    """A collect whose one agent has a layer that is a known linear function of ball_y (plus noise) and another
+    that is noise alone; `lengths` gives each game's frames instead."""
+    rng = np.random.default_rng(seed)
     mixing = rng.normal(size=(1, 16))
-    for game, frames_per_game in enumerate(lengths):
+    recorded = []
+    for frames_per_game in lengths or [frames_per_game] * games:
         labels = {name: rng.integers(0, 200, frames_per_game) for name in LABELS}
         labels["ball_in_play"] = (labels["ball_y"] > 100).astype(np.int64)  # a class the layer carries linearly
         ball_y = labels["ball_y"].astype(np.float64)
         carries = (ball_y - 100)[:, None] / 50 @ mixing + 0.05 * rng.normal(size=(frames_per_game, 16))
-        layers = {"carries_ball_y": carries.astype(np.float16),
-                  "noise": rng.normal(size=(frames_per_game, 16)).astype(np.float16)}
-        _write_game(os.path.join(folder, GAMES_FOLDER, f"game_{game:05d}.h5"), labels,
-                    np.arange(frames_per_game, dtype=np.int32), game, [layers])
-    return folder
+        layers = {
+            "carries_ball_y": carries.astype(np.float16),
+            "noise": rng.normal(size=(frames_per_game, 16)).astype(np.float16),
+        }
+        recorded.append((labels, layers))
+    return write_collect(folder, recorded)
 
 
 def test_a_planted_signal_is_found_where_it_is_and_nowhere_else(tmp_path):
@@ -194,8 +212,9 @@ def test_collect_records_every_layer_and_an_interrupted_collect_keeps_its_games(
         assert sorted(game["agents/0"].keys()) == ["conv1", "conv2", "conv3", "fc", "input", "output"]
         assert game["agents/0/conv1"].shape[1] == 1024 and game["agents/0/fc"].shape[1] == 512
         assert sorted(game["labels"].keys()) == sorted(LABELS)
-    code, _, err = run(["probe", "fit", out, "--layers", "fc", "--labels", "ball_in_play", "ball_y",
-                        "--allow-small-test"], capsys)
+    code, _, err = run(
+        ["probe", "fit", out, "--layers", "fc", "--labels", "ball_in_play", "ball_y", "--allow-small-test"], capsys
+    )
     assert code == 0 and "interrupted collect" in err, err
     rows = open(os.path.join(out, "probes.csv")).read().splitlines()
     assert len(rows) == 1 + 2 * 3  # two agents x (ball_y's R^2, and both labels' F1)
@@ -211,14 +230,18 @@ def test_probe_refuses_bad_input_in_one_line(tmp_path, capsys):
     not_agent = tmp_path / "not_an_agent.pt"
     not_agent.write_bytes(b"garbage")
     folder = planted_collect(str(tmp_path / "planted"))
-    for args, says in ((["probe", "collect", str(not_agent), "--frames", "10", "--out", str(tmp_path / "o")],
-                        "not a readable pongrl checkpoint"),
-                       (["probe", "collect", "builtin", "--frames", "10", "--out", str(tmp_path / "o")], "builtin"),
-                       (["probe", "fit", folder, "--layers", "conv9"], "no layer 'conv9'"),
-                       (["probe", "fit", folder, "--labels", "ball_z"], "no label 'ball_z'"),
-                       (["probe", "fit", folder, "--agents", "nobody"], "no agent 'nobody'"),
-                       (["probe", "fit", folder, "--results", str(not_agent)], "not a folder"),
-                       (["probe", "fit", str(tmp_path / "nothing")], "not a probe collect")):
+    for args, says in (
+        (
+            ["probe", "collect", str(not_agent), "--frames", "10", "--out", str(tmp_path / "o")],
+            "not a readable pongrl checkpoint",
+        ),
+        (["probe", "collect", "builtin", "--frames", "10", "--out", str(tmp_path / "o")], "builtin"),
+        (["probe", "fit", folder, "--layers", "conv9"], "no layer 'conv9'"),
+        (["probe", "fit", folder, "--labels", "ball_z"], "no label 'ball_z'"),
+        (["probe", "fit", folder, "--agents", "nobody"], "no agent 'nobody'"),
+        (["probe", "fit", folder, "--results", str(not_agent)], "not a folder"),
+        (["probe", "fit", str(tmp_path / "nothing")], "not a probe collect"),
+    ):
         code, out, err = run(args, capsys)
         assert code == 1 and says in err and err.count("\n") == 1, (args, err)
     assert sorted(os.listdir(os.path.join(folder, GAMES_FOLDER))) == [f"game_{g:05d}.h5" for g in range(6)]
@@ -230,13 +253,27 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
     from pongrl.cli import main
 
     run_dir = str(tmp_path / "dqn")
-    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "600", "--num-envs", "2",
-                 "--buffer-size", "2000", "--learning-starts", "100", "--batch-size", "8", "--log-every", "200",
-                 "--checkpoint-every", "200", "--keep-checkpoints", "5", "--eval-every", "0",
-                 "--torch-threads", "1"]) == 0
+    flags = [*small_dqn(), "--log-every", "200", "--keep-checkpoints", "5"]
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "600", *flags]) == 0
     out = str(tmp_path / "study")
-    code, _, err = run(["probe", "across", run_dir, "--out", out, "--frames", "1700", "--layers", "fc",
-                        "--labels", "ball_y", "ball_in_play", "--allow-small-test"], capsys)
+    code, _, err = run(
+        [
+            "probe",
+            "across",
+            run_dir,
+            "--out",
+            out,
+            "--frames",
+            "1700",
+            "--layers",
+            "fc",
+            "--labels",
+            "ball_y",
+            "ball_in_play",
+            "--allow-small-test",
+        ],
+        capsys,
+    )
     assert code == 0, err
     rows = list(csv.DictReader(open(os.path.join(out, "probes.csv"))))
     steps = sorted({int(row["env_step"]) for row in rows if row["agent"] != "random-init"})
@@ -261,24 +298,77 @@ def test_the_study_across_a_shipped_series_and_hand_picked_checkpoints(tmp_path,
     for step in (1000, 2000):
         torch.manual_seed(step)
         name = f"tiny-{step}"
-        save_safetensors_agent(os.path.join(zoo.FOLDER, name + ".safetensors"),
-                               ActorCritic(6, share_network=True, network="small").state_dict(), "selfplay", step,
-                               "seed", torch.float16)
-        json.dump({"name": name, "series": "tiny", "env_step": step},
-                  open(os.path.join(zoo.FOLDER, name + ".json"), "w"))
+        save_safetensors_agent(
+            os.path.join(zoo.FOLDER, name + ".safetensors"),
+            ActorCritic(6, share_network=True, network="small").state_dict(),
+            "selfplay",
+            step,
+            "seed",
+            torch.float16,
+        )
+        json.dump(
+            {"name": name, "series": "tiny", "env_step": step}, open(os.path.join(zoo.FOLDER, name + ".json"), "w")
+        )
     run_dir = str(tmp_path / "dqn")
-    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "200", "--num-envs", "2",
-                 "--buffer-size", "2000", "--learning-starts", "100", "--batch-size", "8", "--log-every", "200",
-                 "--checkpoint-every", "200", "--eval-every", "0", "--torch-threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "dqn",
+                "--run-dir",
+                run_dir,
+                "--total-steps",
+                "200",
+                "--num-envs",
+                "2",
+                "--buffer-size",
+                "2000",
+                "--learning-starts",
+                "100",
+                "--batch-size",
+                "8",
+                "--log-every",
+                "200",
+                "--checkpoint-every",
+                "200",
+                "--eval-every",
+                "0",
+                "--torch-threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     checkpoint = os.path.join(run_dir, "checkpoints", "step_000000000200.pt")
     out = str(tmp_path / "study")
-    code, _, err = run(["probe", "across", "zoo:tiny-*", checkpoint, "--out", out, "--frames", "900", "--layers", "fc",
-                        "--labels", "ball_y", "ball_in_play", "--allow-small-test"], capsys)
+    code, _, err = run(
+        [
+            "probe",
+            "across",
+            "zoo:tiny-*",
+            checkpoint,
+            "--out",
+            out,
+            "--frames",
+            "900",
+            "--layers",
+            "fc",
+            "--labels",
+            "ball_y",
+            "ball_in_play",
+            "--allow-small-test",
+        ],
+        capsys,
+    )
     assert code == 0, err
     settings = json.load(open(os.path.join(out, SETTINGS_FILE)))
     assert [agent["name"] for agent in settings["agents"]] == [
-        "zoo:tiny-2000", "zoo:tiny-1000", "dqn@200", "random-init (actor-critic-small-shared-seed)",
-        "random-init (q-nature)"]
+        "zoo:tiny-2000",
+        "zoo:tiny-1000",
+        "dqn@200",
+        "random-init (actor-critic-small-shared-seed)",
+        "random-init (q-nature)",
+    ]
     rows = list(csv.DictReader(open(os.path.join(out, "probes.csv"))))
     assert {row["agent"] for row in rows} == {agent["name"] for agent in settings["agents"]}
     assert os.path.getsize(os.path.join(out, "probes.png")) > 10_000
@@ -314,8 +404,9 @@ def test_fit_warns_when_a_test_game_repeats_a_train_game(tmp_path, capsys):
     import shutil
 
     folder = planted_collect(str(tmp_path / "planted"), games=5)
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"],
-                       capsys)
+    code, _, err = run(
+        ["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys
+    )
     assert code == 0 and "repeat" not in err
     train, test = split_games({game: 300 for game in range(5)})
     # Game `test[0]` becomes a copy of a train game (under its own game number).
@@ -325,21 +416,38 @@ def test_fit_warns_when_a_test_game_repeats_a_train_game(tmp_path, capsys):
 
     with h5py.File(copy, "r+") as data:
         data.attrs["game"] = test[0]
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"],
-                       capsys)
+    code, _, err = run(
+        ["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys
+    )
     assert code == 0 and f"1 test game(s) repeat a train game frame for frame ({test[0]})" in err
 
 
 def test_a_partial_fit_can_write_its_results_elsewhere(tmp_path, capsys):
     # A study's full probes.csv took half an hour; a later fit of one agent's layer must not replace it.
     folder = planted_collect(str(tmp_path / "planted"))
-    code, _, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"],
-                       capsys)
+    code, _, err = run(
+        ["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys
+    )
     assert code == 0, err
     full = open(os.path.join(folder, "probes.csv")).read()
     results = str(tmp_path / "subset")
-    code, _, err = run(["probe", "fit", folder, "--agents", "planted", "--layers", "carries_ball_y",
-                        "--labels", "ball_y", "--results", results, "--allow-small-test"], capsys)
+    code, _, err = run(
+        [
+            "probe",
+            "fit",
+            folder,
+            "--agents",
+            "planted",
+            "--layers",
+            "carries_ball_y",
+            "--labels",
+            "ball_y",
+            "--results",
+            results,
+            "--allow-small-test",
+        ],
+        capsys,
+    )
     assert code == 0, err
     rows = list(csv.DictReader(open(os.path.join(results, "probes.csv"))))
     assert {(row["agent"], row["layer"]) for row in rows} == {("planted", "carries_ball_y")}
@@ -358,14 +466,17 @@ def test_a_collect_whose_last_game_is_cut_short_is_split_by_frames_and_a_tiny_te
     assert code == 1 and out == "" and err.count("\n") == 1
     assert "under the floor of 1,000 frames in 2 games: collect about" in err and "--allow-small-test" in err
     assert not os.path.exists(os.path.join(folder, "probes.csv")), "nothing is written"
-    code, out, err = run(["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"],
-                         capsys)
+    code, out, err = run(
+        ["probe", "fit", folder, "--layers", "noise", "--labels", "ball_y", "--allow-small-test"], capsys
+    )
     assert code == 0, err
     rows = list(csv.DictReader(open(os.path.join(folder, "probes.csv"))))
     assert rows and all(row["small_test"] == "True" for row in rows)
     first = rows[0]
-    said = (f"trained on {int(first['train_frames']):,} frames in {first['train_games']} game"
-            f"{'' if first['train_games'] == '1' else 's'}, tested on {int(first['test_frames']):,} frames")
+    said = (
+        f"trained on {int(first['train_frames']):,} frames in {first['train_games']} game"
+        f"{'' if first['train_games'] == '1' else 's'}, tested on {int(first['test_frames']):,} frames"
+    )
     assert said in out and said in open(os.path.join(folder, "probes.md")).read() and "under the floor" in out
 
     # Ten games of unequal length: the test share is about a fifth of the frames, not of the games.
@@ -403,8 +514,11 @@ def test_predictive_labels_of_a_real_game_agree_with_the_screen_and_the_score():
         ys, xs = np.nonzero(np.all(screens[step] == BALL_COLOUR, axis=2))
         assert xs.min() >= 132, (step, xs.min())  # at the right paddle's column (its left edge is column 140)
         drawn.append((labels["ball_y"][step], ys.min() + PLAYFIELD_ROWS.start))
-        assert all(future["landing_y"][t] == labels["ball_y"][step] for t in range(900)
-                   if future["landing_y"][t] != UNDEFINED and t + future["steps_to_landing"][t] == step)
+        assert all(
+            future["landing_y"][t] == labels["ball_y"][step]
+            for t in range(900)
+            if future["landing_y"][t] != UNDEFINED and t + future["steps_to_landing"][t] == step
+        )
     drawn = np.array(drawn, float)
     slope, intercept = np.polyfit(drawn[:, 0], drawn[:, 1], 1)
     assert abs(slope - 1) < 0.05 and np.abs(drawn[:, 0] * slope + intercept - drawn[:, 1]).max() <= 2.5
@@ -422,22 +536,48 @@ def test_predictive_labels_of_a_real_game_agree_with_the_screen_and_the_score():
 def test_a_predictive_label_is_probed_on_the_frames_that_hold_it(tmp_path):
     from pongrl.probes.labels import UNDEFINED
 
-    folder = str(tmp_path / "future")
-    os.makedirs(os.path.join(folder, GAMES_FOLDER))
-    json.dump({"format": "pongrl-probe-1", "frames": 6 * 400, "agents": [
-        {"spec": "planted", "name": "planted", "sha256": "", "env_step": 0, "obs_profile": "standard"}]},
-        open(os.path.join(folder, SETTINGS_FILE), "w"))
     rng = np.random.default_rng(0)
     mixing = rng.normal(size=(1, 16))
-    for game in range(6):
+    recorded = []
+    for _ in range(6):
         labels = {name: rng.integers(0, 200, 400) for name in LABELS}
         landing = labels["landing_y"].astype(np.float64)
         carries = (landing - 100)[:, None] / 50 @ mixing + 0.05 * rng.normal(size=(400, 16))
         labels["landing_y"][::3] = UNDEFINED  # a third of the frames hold no landing: the layer carries noise there
         carries[::3] = rng.normal(size=(len(carries[::3]), 16))
-        _write_game(os.path.join(folder, GAMES_FOLDER, f"game_{game:05d}.h5"), labels, np.arange(400, dtype=np.int32),
-                    game, [{"carries_landing": carries.astype(np.float16)}])
+        recorded.append((labels, {"carries_landing": carries.astype(np.float16)}))
+    folder = write_collect(str(tmp_path / "future"), recorded)
     rows, _ = fit(folder, labels=["landing_y", "wins_point"], allow_small_test=True)
     by_label = {row["label"]: row for row in rows}
     assert by_label["landing_y"]["metric"] == "r2" and by_label["landing_y"]["score"] > 0.9
     assert abs(by_label["landing_y"]["control"]) < 0.1 and by_label["wins_point"]["metric"] == "f1"
+
+
+def test_the_balls_position_is_probed_on_in_play_frames(tmp_path):
+    """A layer that holds the ball's height while it is in play and noise while it is out (its RAM byte then
+    reads 0): R^2 on in-play frames finds it whole, where over all frames the jump to 0 would hide it."""
+    from pongrl.probes.fit import _standardize, ridge_r2
+
+    rng = np.random.default_rng(1)
+    mixing = rng.normal(size=(1, 16))
+    recorded = []
+    for _ in range(6):
+        labels = {name: rng.integers(0, 200, 400) for name in LABELS}
+        in_play = rng.random(400) < 0.7
+        labels["ball_in_play"] = in_play.astype(np.int64)
+        labels["ball_y"] = np.where(in_play, rng.integers(40, 200, 400), 0)
+        carries = (labels["ball_y"] - 120)[:, None] / 50 @ mixing + 0.05 * rng.normal(size=(400, 16))
+        carries[~in_play] = 2 * rng.normal(size=((~in_play).sum(), 16))
+        recorded.append((labels, {"carries_ball_y": carries.astype(np.float16)}))
+    folder = write_collect(str(tmp_path / "in-play"), recorded)
+    rows, data = fit(folder, labels=["ball_y"], allow_small_test=True)
+    r2 = next(row for row in rows if row["metric"] == "r2")
+    assert r2["score"] > 0.95 and abs(r2["control"]) < 0.1
+    train, test = split_games(data.frames_of)
+    x_train, x_test = _standardize(
+        data.read("agents/0/carries_ball_y", train).astype(np.float32),
+        data.read("agents/0/carries_ball_y", test).astype(np.float32),
+    )
+    y_train = data.read("labels/ball_y", train).astype(np.float64)[:, None]
+    y_test = data.read("labels/ball_y", test).astype(np.float64)[:, None]
+    assert ridge_r2(x_train, y_train, x_test, y_test)[0] < 0.6  # over all frames

@@ -3,6 +3,7 @@ actions out. Each agent records its observation profile ("standard": the DQN pro
 (N, 4, 84, 84) stack; "seed": the self-play card's blue-channel (N, 84, 84, 4) view) so that
 evaluation never feeds it the wrong pixels.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,14 @@ import numpy as np
 import torch
 
 from pongrl import hub, zoo
-from pongrl.checkpoint import (atomic_write_bytes, is_checkpoint, read_weights_file, resolve, validate_checkpoint,
-                               write_torch_file)
+from pongrl.checkpoint import (
+    atomic_write_bytes,
+    is_checkpoint,
+    read_weights_file,
+    resolve,
+    validate_checkpoint,
+    write_torch_file,
+)
 from pongrl.errors import PongrlError
 from pongrl.game import NUM_ACTIONS
 from pongrl.nets import ActorCritic, QNetwork, float32_arithmetic, is_shared_torso, torso_kind, torso_layers
@@ -48,8 +55,10 @@ class Agent:
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The playing network's weights in float32, whatever dtype they were stored in: for a policy,
         the self-play card's keys (`actor_network.*`, `critic_network.*`, `actor.*`, `critic.*`)."""
-        return {key: value.detach().float().clone() if value.is_floating_point() else value.detach().clone()
-                for key, value in self.network.state_dict().items()}
+        return {
+            key: value.detach().float().clone() if value.is_floating_point() else value.detach().clone()
+            for key, value in self.network.state_dict().items()
+        }
 
     def preferences(self, obs: np.ndarray) -> np.ndarray:
         """(N, 6) action preferences for a batch of observations: Q-values, or a policy's logits."""
@@ -69,8 +78,17 @@ class Agent:
         (Q-values or policy logits; an actor-critic also gives "value")."""
         raise NotImplementedError
 
-    def act(self, obs: np.ndarray, epsilon: float = 0.0, rng: np.random.Generator | None = None,
-            sample: bool = False) -> np.ndarray:
+    def network_input(self, obs: np.ndarray) -> torch.Tensor:
+        """The network's input for a batch of observations: float pixels scaled to [0, 1], (N, 4, 84, 84)."""
+        raise NotImplementedError
+
+    def policy_parts(self) -> tuple[torch.nn.Sequential, torch.nn.Module]:
+        """The torso and the head whose composition on [`network_input`][] gives the preferences."""
+        raise NotImplementedError
+
+    def act(
+        self, obs: np.ndarray, epsilon: float = 0.0, rng: np.random.Generator | None = None, sample: bool = False
+    ) -> np.ndarray:
         """Greedy actions for a batch of observations; `sample` draws from the agent's policy instead
         (epsilon-greedy with SAMPLE_EPSILON_Q for value-based agents)."""
         rng = rng or np.random.default_rng()
@@ -100,9 +118,15 @@ class QAgent(Agent):
         with float32_arithmetic(self.network):
             return self.network(torch.from_numpy(obs)).numpy()
 
+    def network_input(self, obs: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(obs).float().mul_(1.0 / 255.0)
+
+    def policy_parts(self) -> tuple[torch.nn.Sequential, torch.nn.Module]:
+        return self.network.torso, self.network.head
+
     @torch.inference_mode()
     def layers(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        x = torch.from_numpy(obs).float().mul_(1.0 / 255.0)
+        x = self.network_input(obs)
         layers = {"input": x, **torso_layers(self.network.torso, x)}
         layers["output"] = self.network.head(layers["fc"])
         return {name: value.reshape(len(obs), -1).numpy() for name, value in layers.items()}
@@ -111,8 +135,9 @@ class QAgent(Agent):
 class PolicyAgent(Agent):
     """A PPO agent: the most likely action of its policy."""
 
-    def __init__(self, network: ActorCritic, obs_profile: str, name: str = "agent", env_step: int = 0,
-                 algo: str = "ppo"):
+    def __init__(
+        self, network: ActorCritic, obs_profile: str, name: str = "agent", env_step: int = 0, algo: str = "ppo"
+    ):
         super().__init__(name, env_step)
         self.network = network
         self.obs_profile = obs_profile
@@ -126,12 +151,18 @@ class PolicyAgent(Agent):
         with float32_arithmetic(self.network):
             return self.network.logits(frames).numpy()
 
+    def network_input(self, obs: np.ndarray) -> torch.Tensor:
+        frames = torch.from_numpy(obs)
+        if self.obs_profile == "standard":  # the network's own preparation takes channel-last frames
+            frames = frames.permute(0, 2, 3, 1)
+        return self.network._prepare(frames)
+
+    def policy_parts(self) -> tuple[torch.nn.Sequential, torch.nn.Module]:
+        return self.network.actor_network, self.network.actor
+
     @torch.inference_mode()
     def layers(self, obs: np.ndarray) -> dict[str, np.ndarray]:
-        frames = torch.from_numpy(obs)
-        if self.obs_profile == "standard":
-            frames = frames.permute(0, 2, 3, 1)
-        x = self.network._prepare(frames)
+        x = self.network_input(obs)
         layers = {"input": x, **torso_layers(self.network.actor_network, x)}
         layers["output"] = self.network.actor(layers["fc"])
         critic_features = layers["fc"] if self.network.share_network else self.network.critic_network(x)
@@ -174,26 +205,31 @@ def playing_weights(payload: dict) -> dict:
         raise PongrlError(f"{payload['path']}: the checkpoint lacks its network weights") from None
 
 
-def _seed_format_agent(weights: dict, path: str, name: str, obs_profile: str = "seed", env_step: int = 0,
-                       algo: str = "selfplay") -> Agent:
+def _seed_format_agent(
+    weights: dict, path: str, name: str, obs_profile: str = "seed", env_step: int = 0, algo: str = "selfplay"
+) -> Agent:
     """An actor-critic from the self-play card's state_dict keys (actor_network.*, ...)."""
     network = ActorCritic(NUM_ACTIONS, share_network=is_shared_torso(weights), network=torso_kind(weights))
     _load_weights(network, weights, path)
     return PolicyAgent(network.eval(), obs_profile, name=name, env_step=env_step, algo=algo)
 
 
-def save_safetensors_agent(path: str, state_dict: dict, algo: str, env_step: int, obs_profile: str,
-                           dtype: torch.dtype | None = None) -> None:
+def save_safetensors_agent(
+    path: str, state_dict: dict, algo: str, env_step: int, obs_profile: str, dtype: torch.dtype | None = None
+) -> None:
     """Write the playing network's weights as `load_safetensors_agent` reads them, atomically; `dtype`
     (torch.float16) stores the floating-point tensors smaller (loading casts them back to float32)."""
     from safetensors.torch import save
 
     # A shared torso appears under both actor_network.* and critic_network.* (the seed's keys);
     # safetensors refuses tensors that share memory, so each key gets its own copy.
-    data = save({key: (value.detach().to(dtype if dtype and value.is_floating_point() else value.dtype)
-                       .clone().contiguous())
-                 for key, value in state_dict.items()},
-                metadata={"algo": algo, "env_step": str(int(env_step)), "obs_profile": obs_profile})
+    data = save(
+        {
+            key: (value.detach().to(dtype if dtype and value.is_floating_point() else value.dtype).clone().contiguous())
+            for key, value in state_dict.items()
+        },
+        metadata={"algo": algo, "env_step": str(int(env_step)), "obs_profile": obs_profile},
+    )
     atomic_write_bytes(path, data)
 
 
@@ -208,8 +244,10 @@ def load_safetensors_agent(path: str, name: str) -> Agent:
             metadata = handle.metadata() or {}
             weights = {key: handle.get_tensor(key) for key in handle.keys()}
     except (SafetensorError, OSError, ValueError):
-        raise PongrlError(f"{path}: not a readable safetensors file (its header or tensors are damaged or truncated); "
-                          f"expected a safetensors agent as pongrl card or the zoo writes it") from None
+        raise PongrlError(
+            f"{path}: not a readable safetensors file (its header or tensors are damaged or truncated); "
+            f"expected a safetensors agent as pongrl card or the zoo writes it"
+        ) from None
     seed_keys = any(key.startswith("actor_network.") for key in weights)
     algo = metadata.get("algo", "selfplay" if seed_keys else "dqn")
     try:
@@ -260,8 +298,10 @@ def export_seed_format(agent_or_spec, out: str, force: bool = False) -> PolicyAg
     weights = agent.state_dict()
     torso = torso_kind(weights)
     if torso != "nature":
-        raise PongrlError(f"{source}: the self-play card's Agent has the Nature torso; this agent has the "
-                          f"{torso!r} one, so it has no seed-format export")
+        raise PongrlError(
+            f"{source}: the self-play card's Agent has the Nature torso; this agent has the "
+            f"{torso!r} one, so it has no seed-format export"
+        )
     write_torch_file(out, weights)
     return agent
 

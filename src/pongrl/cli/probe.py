@@ -2,6 +2,7 @@
 of an agent knows, and whether it uses it, with progress bars on a terminal and the warnings a probe's reader needs (an
 interrupted collect, test games that repeat train games).
 """
+
 from __future__ import annotations
 
 import os
@@ -13,91 +14,163 @@ from pongrl.errors import PongrlError
 
 def add_probe(commands) -> None:
     probe = commands.add_parser("probe", help="linear probes of what each layer of an agent knows (RAM ground truth)")
-    steps = probe.add_subparsers(dest="probe_command", metavar="{collect,fit,across,intervene,counterfactual}",
-                                 required=True)
+    steps = probe.add_subparsers(
+        dest="probe_command", metavar="{collect,fit,across,intervene,counterfactual}", required=True
+    )
     collect = steps.add_parser("collect", help="play games and record the RAM labels and every layer's activations")
-    collect.add_argument("agents", nargs="+", metavar="AGENT",
-                         help=AGENT_HELP + "; the first plays, all record their layers on the same frames")
+    collect.add_argument(
+        "agents",
+        nargs="+",
+        metavar="AGENT",
+        help=AGENT_HELP + "; the first plays, all record their layers on the same frames",
+    )
     collect.add_argument("--frames", type=positive_int, required=True, help="agent steps to record")
     collect.add_argument("--out", required=True, help="folder to write (an interrupted collect continues there)")
-    collect.add_argument("--opponent", default="builtin", metavar="B",
-                         help="builtin (single-player Pong), or an agent: the first AGENT plays it on the two-player "
-                              "emulator (default builtin)")
-    collect.add_argument("--side", choices=("right", "left"), default="right",
-                         help="the first AGENT's paddle against an agent; every layer is recorded, and every label "
-                              "named, from its side (left: mirrored) (default right)")
+    collect.add_argument(
+        "--opponent",
+        default="builtin",
+        metavar="B",
+        help="builtin (single-player Pong), or an agent: the first AGENT plays it on the two-player "
+        "emulator (default builtin)",
+    )
+    collect.add_argument(
+        "--side",
+        choices=("right", "left"),
+        default="right",
+        help="the first AGENT's paddle against an agent; every layer is recorded, and every label "
+        "named, from its side (left: mirrored) (default right)",
+    )
     collect.add_argument("--sample", action="store_true", help="the first agent samples its actions instead of greedy")
     collect.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
     fit = steps.add_parser("fit", help="fit linear probes per agent, layer and label; write probes.csv and probes.md")
     fit.add_argument("out", metavar="DIR", help="a folder written by pongrl probe collect")
     fit.add_argument("--layers", nargs="+", help="only these layers (default all)")
     fit.add_argument("--labels", nargs="+", help="only these labels (default all)")
-    fit.add_argument("--agents", nargs="+", metavar="NAME",
-                     help="only these agents, by the names collect gave them (default all)")
-    fit.add_argument("--results", metavar="FOLDER",
-                     help="write probes.csv and probes.md here instead of DIR (a partial fit then leaves DIR's "
-                          "results as they are)")
+    fit.add_argument(
+        "--agents", nargs="+", metavar="NAME", help="only these agents, by the names collect gave them (default all)"
+    )
+    fit.add_argument(
+        "--results",
+        metavar="FOLDER",
+        help="write probes.csv and probes.md here instead of DIR (a partial fit then leaves DIR's results as they are)",
+    )
     fit.add_argument("--seed", type=integer, default=0, help="seed of the split into train and test games (default 0)")
     _add_allow_small_test(fit)
-    across = steps.add_parser("across",
-                              help="the study over runs' checkpoints: collect, fit, probes.png against env steps")
-    across.add_argument("runs", nargs="+", metavar="RUN",
-                        help="run directories (all their kept checkpoints take part), shipped series such as "
-                             "'zoo:selfplay-small-*', or checkpoint files (grouped by their run)")
+    across = steps.add_parser(
+        "across", help="the study over runs' checkpoints: collect, fit, probes.png against env steps"
+    )
+    across.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run directories (all their kept checkpoints take part), shipped series such as "
+        "'zoo:selfplay-small-*', or checkpoint files (grouped by their run)",
+    )
     across.add_argument("--out", required=True, help="folder to write (an interrupted study continues there)")
-    across.add_argument("--every", type=positive_int, default=1,
-                        help="every K-th checkpoint of each run, and its last (default 1)")
+    across.add_argument(
+        "--every", type=positive_int, default=1, help="every K-th checkpoint of each run, and its last (default 1)"
+    )
     across.add_argument("--frames", type=positive_int, default=20_000, help="agent steps to record (default 20000)")
     across.add_argument("--layers", nargs="+", help="only these layers (default all)")
     across.add_argument("--labels", nargs="+", help="only these labels (default all)")
-    across.add_argument("--greedy", action="store_true",
-                        help="the playing checkpoint plays greedily (default: it samples its actions, so that no two "
-                             "games repeat: greedy play against the built-in AI is deterministic)")
+    across.add_argument(
+        "--greedy",
+        action="store_true",
+        help="the playing checkpoint plays greedily (default: it samples its actions, so that no two "
+        "games repeat: greedy play against the built-in AI is deterministic)",
+    )
     across.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
     _add_allow_small_test(across)
-    intervene = steps.add_parser("intervene", help="steer or ablate a probe's direction inside the agent while it "
-                                                   "plays the built-in AI; does its paddle follow?")
+    intervene = steps.add_parser(
+        "intervene",
+        help="steer or ablate a probe's direction inside the agent while it "
+        "plays the built-in AI; does its paddle follow?",
+    )
     intervene.add_argument("agent", metavar="AGENT", help=AGENT_HELP)
-    intervene.add_argument("--probes", required=True, metavar="DIR",
-                           help="a folder written by pongrl probe collect that recorded AGENT: the probes' directions "
-                                "are fitted on it")
-    intervene.add_argument("--layer", nargs="+", required=True, metavar="L",
-                           help="the layers to edit (conv1, conv2, ..., fc)")
-    intervene.add_argument("--label", nargs="+", required=True, metavar="NAME",
-                           help="the labels whose probe directions to move along (on a scale: ball_y, landing_y, ...)")
-    intervene.add_argument("--kind", nargs="+", default=["steer"], metavar="KIND",
-                           help="steer (add alpha units of the label), ablate (remove the direction), mean-ablate "
-                                "(set it to its mean) (default steer)")
-    intervene.add_argument("--alpha", nargs="+", type=finite_float, default=[-20.0, -10.0, 10.0, 20.0], metavar="A",
-                           help="steering sizes in units of the label, e.g. rows of ball height "
-                                "(default -20 -10 10 20)")
+    intervene.add_argument(
+        "--probes",
+        required=True,
+        metavar="DIR",
+        help="a folder written by pongrl probe collect that recorded AGENT: the probes' directions are fitted on it",
+    )
+    intervene.add_argument(
+        "--layer", nargs="+", required=True, metavar="L", help="the layers to edit (conv1, conv2, ..., fc)"
+    )
+    intervene.add_argument(
+        "--label",
+        nargs="+",
+        required=True,
+        metavar="NAME",
+        help="the labels whose probe directions to move along (on a scale: ball_y, landing_y, ...)",
+    )
+    intervene.add_argument(
+        "--kind",
+        nargs="+",
+        default=["steer"],
+        metavar="KIND",
+        help="steer (add alpha units of the label), ablate (remove the direction), mean-ablate "
+        "(set it to its mean) (default steer)",
+    )
+    intervene.add_argument(
+        "--alpha",
+        nargs="+",
+        type=finite_float,
+        default=[-20.0, -10.0, 10.0, 20.0],
+        metavar="A",
+        help="steering sizes in units of the label, e.g. rows of ball height (default -20 -10 10 20)",
+    )
     intervene.add_argument("--games", type=positive_int, default=10, help="games per condition (default 10)")
     intervene.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
-    intervene.add_argument("--sticky-actions", type=finite_float, default=0.0, metavar="P",
-                           help="play the games under sticky actions P (default 0: the exact protocol, starts drawn)")
-    intervene.add_argument("--out", metavar="FOLDER",
-                           help="where to write intervene.csv and intervene.png (default DIR/intervene)")
-    world = steps.add_parser("counterfactual", help="move the ball in the emulator's RAM on copies of the agent's game "
-                                                    "states; how do the probe's reading and the agent's policy follow?")
+    intervene.add_argument(
+        "--sticky-actions",
+        type=finite_float,
+        default=0.0,
+        metavar="P",
+        help="play the games under sticky actions P (default 0: the exact protocol, starts drawn)",
+    )
+    intervene.add_argument(
+        "--out", metavar="FOLDER", help="where to write intervene.csv and intervene.png (default DIR/intervene)"
+    )
+    world = steps.add_parser(
+        "counterfactual",
+        help="move the ball in the emulator's RAM on copies of the agent's game "
+        "states; how do the probe's reading and the agent's policy follow?",
+    )
     world.add_argument("agent", metavar="AGENT", help=AGENT_HELP)
-    world.add_argument("--probes", required=True, metavar="DIR",
-                       help="a folder written by pongrl probe collect that recorded AGENT (the probe is fitted on it)")
+    world.add_argument(
+        "--probes",
+        required=True,
+        metavar="DIR",
+        help="a folder written by pongrl probe collect that recorded AGENT (the probe is fitted on it)",
+    )
     world.add_argument("--layer", required=True, metavar="L", help="the layer whose probe is read (conv1, ..., fc)")
     world.add_argument("--label", default="ball_y", metavar="NAME", help="the probe's label (default ball_y)")
-    world.add_argument("--move", nargs="+", default=["ball_y=-10", "ball_y=+10"], metavar="NAME=DELTA",
-                       help="RAM edits: ball_y or ball_x moved by DELTA (default ball_y=-10 ball_y=+10)")
+    world.add_argument(
+        "--move",
+        nargs="+",
+        default=["ball_y=-10", "ball_y=+10"],
+        metavar="NAME=DELTA",
+        help="RAM edits: ball_y or ball_x moved by DELTA (default ball_y=-10 ball_y=+10)",
+    )
     world.add_argument("--states", type=positive_int, default=50, help="game states to edit (default 50)")
-    world.add_argument("--steps-after", type=positive_int, default=4,
-                       help="agent steps played after the edit before reading (default 4: a whole new frame stack)")
+    world.add_argument(
+        "--steps-after",
+        type=positive_int,
+        default=4,
+        help="agent steps played after the edit before reading (default 4: a whole new frame stack)",
+    )
     world.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
     world.add_argument("--out", metavar="FILE", help="the CSV to write (default DIR/counterfactual.csv)")
 
 
 def _add_allow_small_test(parser) -> None:
-    parser.add_argument("--allow-small-test", action="store_true",
-                        help="fit even when the split's test games hold too few frames or games to score on "
-                             "(refused otherwise, saying how many frames to collect); every row is then marked "
-                             "small_test")
+    parser.add_argument(
+        "--allow-small-test",
+        action="store_true",
+        help="fit even when the split's test games hold too few frames or games to score on "
+        "(refused otherwise, saying how many frames to collect); every row is then marked "
+        "small_test",
+    )
 
 
 def _progress(total: int | None, unit: str):
@@ -112,24 +185,34 @@ def _warn_repeated_games(out: str, seed: int) -> None:
 
     repeated = repeated_games(out, seed)
     if repeated:
-        print(f"pongrl probe: warning: {len(repeated)} test game(s) repeat a train game frame for frame "
-              f"({', '.join(map(str, repeated))}): their probes leak; collect with --sample for distinct games",
-              file=sys.stderr)
+        print(
+            f"pongrl probe: warning: {len(repeated)} test game(s) repeat a train game frame for frame "
+            f"({', '.join(map(str, repeated))}): their probes leak; collect with --sample for distinct games",
+            file=sys.stderr,
+        )
 
 
 def cmd_probe(args) -> int:
-    return {"collect": _collect, "fit": _fit, "across": _across,
-            "intervene": _intervene, "counterfactual": _counterfactual}[args.probe_command](args)
+    return {
+        "collect": _collect,
+        "fit": _fit,
+        "across": _across,
+        "intervene": _intervene,
+        "counterfactual": _counterfactual,
+    }[args.probe_command](args)
 
 
 def _collect(args) -> int:
     from pongrl.probes.collect import collect
 
     with _progress(args.frames, "frame") as bar:
-        summary = collect(args.agents, args.frames, args.out, args.opponent, args.sample, args.seed, bar.update,
-                          side=args.side)
-    print(f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
-          f"{', '.join(summary['agents'])}")
+        summary = collect(
+            args.agents, args.frames, args.out, args.opponent, args.sample, args.seed, bar.update, side=args.side
+        )
+    print(
+        f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "
+        f"{', '.join(summary['agents'])}"
+    )
     return 0
 
 
@@ -141,12 +224,22 @@ def _fit(args) -> int:
         raise PongrlError(f"--results {args.results}: not a folder")
     data = ProbeData(args.out)
     if not data.complete:
-        print(f"pongrl probe fit: {args.out} holds an interrupted collect ({data.frames:,} of "
-              f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games", file=sys.stderr)
+        print(
+            f"pongrl probe fit: {args.out} holds an interrupted collect ({data.frames:,} of "
+            f"{data.settings['frames']:,} frames): fitting the {len(data.games)} complete games",
+            file=sys.stderr,
+        )
     _warn_repeated_games(args.out, args.seed)
     with _progress(len(chosen_layers(data, args.layers, args.agents)), "layer") as bar:
-        rows, _ = fit(args.out, args.layers, args.labels, args.seed, bar.update, agents=args.agents,
-                      allow_small_test=args.allow_small_test)
+        rows, _ = fit(
+            args.out,
+            args.layers,
+            args.labels,
+            args.seed,
+            bar.update,
+            agents=args.agents,
+            allow_small_test=args.allow_small_test,
+        )
     csv_path, md_path = write_results(rows, args.results or args.out)
     print(f"{len(rows)} probes, {split_summary(rows)}: {csv_path}, {md_path}")
     return 0
@@ -158,14 +251,22 @@ def _across(args) -> int:
     from pongrl.probes.fit import fit, split_summary, write_results
 
     agents = study_agents(args.runs, args.every)
-    print(f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
-          file=sys.stderr)
+    print(
+        f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
+        file=sys.stderr,
+    )
     with _progress(args.frames, "frame") as bar:
         collect(agents, args.frames, args.out, sample=not args.greedy, seed=args.seed, progress=bar.update)
     _warn_repeated_games(args.out, args.seed)
     with _progress(None, "layer") as bar:
-        rows, data = fit(args.out, args.layers, args.labels, progress=bar.update, classify_scales=False,
-                         allow_small_test=args.allow_small_test)
+        rows, data = fit(
+            args.out,
+            args.layers,
+            args.labels,
+            progress=bar.update,
+            classify_scales=False,
+            allow_small_test=args.allow_small_test,
+        )
     csv_path, md_path = write_results(rows, args.out)
     chart = plot_across(rows, data.settings["agents"], os.path.join(args.out, "probes.png"))
     print(f"{len(rows)} probes of {len(agents)} checkpoints, {split_summary(rows)}: {csv_path}, {md_path}, {chart}")
@@ -181,10 +282,21 @@ def _intervene(args) -> int:
     if os.path.exists(out) and not os.path.isdir(out):
         raise PongrlError(f"--out {out}: not a folder")
     conditions = 1 + len(args.layer) * len(args.label) * 2 * sum(
-        len(args.alpha) if kind == "steer" else 1 for kind in args.kind)
-    with _progress(conditions, "condition") as bar:
-        rows = intervene(args.agent, args.probes, args.layer, args.label, args.kind, args.alpha, args.games,
-                         args.seed, args.sticky_actions, bar.update)
+        len(args.alpha) if kind == "steer" else 1 for kind in args.kind
+    )
+    with _progress(conditions * args.games, "game") as bar:
+        rows = intervene(
+            args.agent,
+            args.probes,
+            args.layer,
+            args.label,
+            args.kind,
+            args.alpha,
+            args.games,
+            args.seed,
+            args.sticky_actions,
+            bar.update,
+        )
     csv_path, chart_path = write_results(rows, out)
     for row in rows:
         print(describe(row))
@@ -200,8 +312,9 @@ def _counterfactual(args) -> int:
     if os.path.isdir(out):
         raise PongrlError(f"--out {out}: a folder, not a file")
     with _progress(args.states, "state") as bar:
-        rows = counterfactuals(args.agent, args.probes, args.layer, args.label, moves, args.states, args.steps_after,
-                               args.seed, bar.update)
+        rows = counterfactuals(
+            args.agent, args.probes, args.layer, args.label, moves, args.states, args.steps_after, args.seed, bar.update
+        )
     for row in rows:
         print(describe(row))
     print(f"{len(rows)} moves x {args.states} states: {write_results(rows, out)}")

@@ -12,6 +12,7 @@ drawn over the steps of the runs that share it). Runs of different algorithms mi
 the shared frames in its own observation profile; the steps axis is logarithmic, as runs of different
 algorithms learn at different scales (a DQN in hundreds of thousands of steps, self-play in millions).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,7 +32,7 @@ def run_checkpoints(run: str, every: int) -> list[str]:
     if os.path.isfile(run):
         return [run]
     if zoo.is_zoo_spec(run):
-        names = sorted(zoo.expand(run), key=lambda spec: zoo.card(spec[len(zoo.PREFIX):]).get("env_step", 0))
+        names = sorted(zoo.expand(run), key=lambda spec: zoo.card(spec[len(zoo.PREFIX) :]).get("env_step", 0))
         chosen = names[::every]
         return chosen if chosen[-1] == names[-1] else chosen + [names[-1]]
     folder = checkpoints_folder(run)
@@ -56,7 +57,7 @@ def study_agents(runs: list[str], every: int) -> list[str]:
 def run_label(spec: str) -> str:
     """The run a recorded agent belongs to: its run directory's name, or a shipped agent's series."""
     if zoo.is_zoo_spec(spec):
-        name = spec[len(zoo.PREFIX):]
+        name = spec[len(zoo.PREFIX) :]
         return zoo.card(name).get("series") or name
     return run_name(spec) or os.path.basename(spec)
 
@@ -84,13 +85,22 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
         chosen = [row for row in rows if row["label"] == label and row["metric"] == metric]
         for layer in layers:
             for style, run in zip(styles * len(runs), runs):
-                points = sorted((row["env_step"], row["score"]) for row in chosen
-                                if row["layer"] == layer and run_of.get(row["agent"]) == run)
+                points = sorted(
+                    (row["env_step"], row["score"])
+                    for row in chosen
+                    if row["layer"] == layer and run_of.get(row["agent"]) == run
+                )
                 if not points:
                     continue
                 steps, scores = zip(*points)
-                axis.plot(steps, scores, linestyle=style, color=colours[layer], marker=".",
-                          label=f"{layer}" + (f" ({run})" if len(runs) > 1 else ""))
+                axis.plot(
+                    steps,
+                    scores,
+                    linestyle=style,
+                    color=colours[layer],
+                    marker=".",
+                    label=f"{layer}" + (f" ({run})" if len(runs) > 1 else ""),
+                )
                 # The untrained network of the run's architecture, over the run's steps.
                 twin = untrained.get(architecture_of.get(run), untrained.get(None))
                 baseline = [row["score"] for row in chosen if row["layer"] == layer and row["agent"] == twin]
@@ -101,12 +111,13 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
         axis.set_xlabel("env steps of the checkpoint")
         axis.set_ylim(min(0.0, axis.get_ylim()[0]) if metric == "f1" else max(-0.5, axis.get_ylim()[0]), 1.02)
         axis.grid(alpha=0.3)
-    for axis in list(axes.flat)[len(labels):]:
+    for axis in list(axes.flat)[len(labels) :]:
         axis.axis("off")
     handles, names = axes.flat[0].get_legend_handles_labels()
     figure.legend(handles, names, loc="lower center", ncol=min(6, len(names)), fontsize=8)
-    figure.suptitle("Linear probes on test games across training (dashed: the same layer of an untrained network)",
-                    fontsize=11)
+    figure.suptitle(
+        "Linear probes on test games across training (dashed: the same layer of an untrained network)", fontsize=11
+    )
     figure.tight_layout(rect=(0, 0.05, 1, 0.97))
     figure.savefig(out_path, dpi=90)
     plt.close(figure)

@@ -17,6 +17,7 @@ complete, so an interrupted collect keeps every game it finished and
 `collect` run again continues after them; `DIR/collect.json` names the agents and settings, and a
 second collect into the same DIR must name the same ones.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,7 +54,7 @@ def projection(layer: str, width: int) -> torch.Tensor | None:
     if width <= REDUCED_WIDTH:
         return None
     generator = torch.Generator().manual_seed(PROJECTION_SEED + zlib.crc32(f"{layer}:{width}".encode()))
-    return torch.randn(width, REDUCED_WIDTH, generator=generator) / REDUCED_WIDTH ** 0.5
+    return torch.randn(width, REDUCED_WIDTH, generator=generator) / REDUCED_WIDTH**0.5
 
 
 class Recorder:
@@ -71,7 +72,7 @@ class Recorder:
         known = inputs.get(key) if inputs is not None else None
         parts: dict[str, list[np.ndarray]] = {}
         for first in range(0, len(observations), FORWARD_BATCH):
-            for name, values in self.agent.layers(observations[first:first + FORWARD_BATCH]).items():
+            for name, values in self.agent.layers(observations[first : first + FORWARD_BATCH]).items():
                 if name == "input" and known is not None:
                     continue
                 if name not in self._projections:
@@ -120,8 +121,9 @@ def game_files(out_dir: str) -> list[str]:
     folder = os.path.join(out_dir, GAMES_FOLDER)
     if not os.path.isdir(folder):
         return []
-    return sorted(os.path.join(folder, name) for name in os.listdir(folder)
-                  if name.startswith("game_") and name.endswith(".h5"))
+    return sorted(
+        os.path.join(folder, name) for name in os.listdir(folder) if name.startswith("game_") and name.endswith(".h5")
+    )
 
 
 def _append_layers(data, layers: list[dict]) -> None:
@@ -130,11 +132,16 @@ def _append_layers(data, layers: list[dict]) -> None:
         for name, values in agent_layers.items():
             key = f"agents/{index}/{name}"
             if key not in data:
-                data.create_dataset(key, shape=(0, values.shape[1]), maxshape=(None, values.shape[1]),
-                                    dtype=values.dtype, chunks=(CHUNK_FRAMES // 4, values.shape[1]))
+                data.create_dataset(
+                    key,
+                    shape=(0, values.shape[1]),
+                    maxshape=(None, values.shape[1]),
+                    dtype=values.dtype,
+                    chunks=(CHUNK_FRAMES // 4, values.shape[1]),
+                )
             dataset = data[key]
             dataset.resize(len(dataset) + len(values), axis=0)
-            dataset[-len(values):] = values
+            dataset[-len(values) :] = values
 
 
 def _write_labels(data, labels: dict, steps: np.ndarray, game: int) -> None:
@@ -156,8 +163,17 @@ def _write_game(path: str, labels: dict, steps: np.ndarray, game: int, layers: l
     atomic_write_file(path, fill)
 
 
-def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = BUILTIN, sample: bool = False,
-            seed: int = 0, progress=None, reduce_layers: bool = True, side: str = "right") -> dict:
+def collect(
+    agent_specs: list[str],
+    frames: int,
+    out_dir: str,
+    opponent: str = BUILTIN,
+    sample: bool = False,
+    seed: int = 0,
+    progress=None,
+    reduce_layers: bool = True,
+    side: str = "right",
+) -> dict:
     """Play and record until `frames` agent steps are stored (whole games, the last one cut at `frames`).
     `reduce_layers=False` stores every layer whole (benchmarks/probe_projection.py measures what the
     projection costs that way). Returns a summary: frames, games, agents."""
@@ -167,8 +183,9 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
         raise PongrlError(f"--side must be right or left, got {side!r}")
     against_builtin = opponent.strip().lower() == BUILTIN
     if against_builtin and side != "right":
-        raise PongrlError("against the built-in AI the agent plays the right paddle: "
-                          "--side left needs --opponent AGENT")
+        raise PongrlError(
+            "against the built-in AI the agent plays the right paddle: --side left needs --opponent AGENT"
+        )
     players = [load_player(spec) for spec in agent_specs]
     if any(player.is_builtin for player in players):
         raise PongrlError("probe collect records trained agents' layers: builtin has none")
@@ -176,16 +193,38 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
     agents = [player.agent for player in players]
     twins = untrained_twins(agents)
     agents += twins
-    named = [{"spec": spec, "name": player.name, "sha256": player.sha256, "env_step": player.env_step,
-              "obs_profile": player.agent.obs_profile, "architecture": architecture(player.agent)}
-             for spec, player in zip(agent_specs, players)]
-    untrained = [{"spec": "random-init", "name": twin.name, "sha256": "", "env_step": 0,
-                  "obs_profile": twin.obs_profile, "architecture": architecture(twin)} for twin in twins]
-    settings = {"format": "pongrl-probe-1", "agents": named + untrained,
-                "opponent": BUILTIN if rival is None else {"spec": opponent, "name": rival.name,
-                                                           "sha256": rival.sha256},
-                "side": side, "sample": sample, "seed": seed,
-                "reduced_width": REDUCED_WIDTH if reduce_layers else None, "projection_seed": PROJECTION_SEED}
+    named = [
+        {
+            "spec": spec,
+            "name": player.name,
+            "sha256": player.sha256,
+            "env_step": player.env_step,
+            "obs_profile": player.agent.obs_profile,
+            "architecture": architecture(player.agent),
+        }
+        for spec, player in zip(agent_specs, players)
+    ]
+    untrained = [
+        {
+            "spec": "random-init",
+            "name": twin.name,
+            "sha256": "",
+            "env_step": 0,
+            "obs_profile": twin.obs_profile,
+            "architecture": architecture(twin),
+        }
+        for twin in twins
+    ]
+    settings = {
+        "format": "pongrl-probe-1",
+        "agents": named + untrained,
+        "opponent": BUILTIN if rival is None else {"spec": opponent, "name": rival.name, "sha256": rival.sha256},
+        "side": side,
+        "sample": sample,
+        "seed": seed,
+        "reduced_width": REDUCED_WIDTH if reduce_layers else None,
+        "projection_seed": PROJECTION_SEED,
+    }
     settings_path = os.path.join(out_dir, SETTINGS_FILE)
     if os.path.exists(settings_path):
         with open(settings_path) as handle:
@@ -213,8 +252,12 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
             if rival is None:  # the agent on the right against the built-in AI, its game seeded for this game
                 plan, rules = GamePlan(player, BUILTIN_AI), {"seed": seed + game}
             else:  # serves pressed for both: agents trained against the built-in AI never learned to serve
-                plan = GamePlan(player, AgentPlayer(rival.agent, rng, sample=sample), first_right=side == "right",
-                                start=int(rng.integers(0, MAX_START_NOOP_FRAMES)))
+                plan = GamePlan(
+                    player,
+                    AgentPlayer(rival.agent, rng, sample=sample),
+                    first_right=side == "right",
+                    start=int(rng.integers(0, MAX_START_NOOP_FRAMES)),
+                )
                 rules = {"serve_assist": True}
             steps = _play_game(path, game, plan, rules, agents, recorders, frames - stored, progress, stop)
             stored, game = stored + steps, game + 1
@@ -223,8 +266,17 @@ def collect(agent_specs: list[str], frames: int, out_dir: str, opponent: str = B
     return {"frames": stored, "games": game, "agents": [agent["name"] for agent in settings["agents"]]}
 
 
-def _play_game(path: str, game: int, plan: GamePlan, rules: dict, agents: list[Agent], recorders: list[Recorder],
-               frames_left: int, progress, stop: StopSignal) -> int:
+def _play_game(
+    path: str,
+    game: int,
+    plan: GamePlan,
+    rules: dict,
+    agents: list[Agent],
+    recorders: list[Recorder],
+    frames_left: int,
+    progress,
+    stop: StopSignal,
+) -> int:
     """Play one game (cut at `frames_left` steps) into its file, the layers recorded every CHUNK_FRAMES
     frames (a game can last 27,000 steps: never a whole game in memory). Every agent watches from the playing
     agent's side (`plan.first`). Returns the steps played."""
@@ -237,8 +289,9 @@ def _play_game(path: str, game: int, plan: GamePlan, rules: dict, agents: list[A
     def record(data, observations: dict) -> None:
         stacks = {profile: np.stack(frames_of) for profile, frames_of in observations.items()}
         inputs: dict = {}
-        _append_layers(data, [recorder.layers(stacks[profile], inputs)
-                              for recorder, profile in zip(recorders, profiles)])
+        _append_layers(
+            data, [recorder.layers(stacks[profile], inputs) for recorder, profile in zip(recorders, profiles)]
+        )
 
     def fill(temp_path: str) -> None:
         nonlocal played
@@ -264,8 +317,9 @@ def _play_game(path: str, game: int, plan: GamePlan, rules: dict, agents: list[A
                 if progress:
                     progress(1)
 
-            play_games([[plan]], before_step=watch, stop=lambda: played >= frames_left,
-                       extra_profiles=tuple(profiles), **rules)
+            play_games(
+                [[plan]], before_step=watch, stop=lambda: played >= frames_left, extra_profiles=tuple(profiles), **rules
+            )
             if observations[profiles[0]]:
                 record(data, observations)
             labels.update(predictive_labels(labels))  # from the game's later frames, now that it is recorded

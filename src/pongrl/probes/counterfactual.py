@@ -17,6 +17,7 @@ unedited one at the last step (a DQN agent's policy read as the softmax of its Q
 greedy action differs; closed loop (the agent acting) gives the shift of the agent's paddle after the steps
 (does it follow the moved ball?); each with its 95% interval over states.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,9 +33,26 @@ MOVABLE = {"ball_y": RAM_BALL_Y, "ball_x": RAM_BALL_X}  # what an edit can move,
 BALL_Y_RANGE = (70, 170)
 BALL_X_RANGE = (80, 160)
 STATE_EVERY = 7  # agent steps between two states taken from one game: neighbouring states are nearly the same
-COLUMNS = ["agent", "layer", "label", "probe_r2", "move", "delta", "states", "reading_shift", "reading_shift_low",
-           "reading_shift_high", "gain", "paddle_shift", "paddle_shift_low", "paddle_shift_high", "kl", "kl_low",
-           "kl_high", "action_change"]
+COLUMNS = [
+    "agent",
+    "layer",
+    "label",
+    "probe_r2",
+    "move",
+    "delta",
+    "states",
+    "reading_shift",
+    "reading_shift_low",
+    "reading_shift_high",
+    "gain",
+    "paddle_shift",
+    "paddle_shift_low",
+    "paddle_shift_high",
+    "kl",
+    "kl_low",
+    "kl_high",
+    "action_change",
+]
 
 
 def parse_move(text: str) -> tuple[str, int]:
@@ -48,8 +66,17 @@ def parse_move(text: str) -> tuple[str, int]:
         raise PongrlError(f"--move {text}: the delta must be a whole number of RAM units, e.g. ball_y=+10") from None
 
 
-def counterfactuals(agent_spec, collect_dir: str, layer: str, label: str, moves: list[tuple[str, int]],
-                    states: int = 50, steps_after: int = 4, seed: int = 0, progress=None) -> list[dict]:
+def counterfactuals(
+    agent_spec,
+    collect_dir: str,
+    layer: str,
+    label: str,
+    moves: list[tuple[str, int]],
+    states: int = 50,
+    steps_after: int = 4,
+    seed: int = 0,
+    progress=None,
+) -> list[dict]:
     """One row (COLUMNS) per move, over `states` states of the agent's greedy games against the built-in AI."""
     from pongrl.agent import as_agent
     from pongrl.envs.single import PongGame
@@ -78,11 +105,12 @@ def counterfactuals(agent_spec, collect_dir: str, layer: str, label: str, moves:
             played.append(action)
             path.append(game.ale.getRAM()[[RAM_BALL_X, RAM_BALL_Y]].astype(int))
         moves_made = np.diff(np.array(path), axis=0)
-        straight = bool(np.all(np.array(path)[:, 1] > 0) and all(
-            len({int(np.sign(v)) for v in moves_made[:, axis] if v}) <= 1 for axis in (0, 1)))
+        straight = bool(
+            np.all(np.array(path)[:, 1] > 0)
+            and all(len({int(np.sign(v)) for v in moves_made[:, axis] if v}) <= 1 for axis in (0, 1))
+        )
         reading = float(agent.layers(seen[None])[layer][0].astype(np.float64) @ direction.weights)
-        return (reading, int(game.ale.getRAM()[RAM_RIGHT_PADDLE_Y]), agent.preferences(seen[None])[0], played,
-                straight)
+        return (reading, int(game.ale.getRAM()[RAM_RIGHT_PADDLE_Y]), agent.preferences(seen[None])[0], played, straight)
 
     def branch(move, actions=None):
         game.ale.restoreState(state)
@@ -96,8 +124,10 @@ def counterfactuals(agent_spec, collect_dir: str, layer: str, label: str, moves:
             continue
         step += 1
         ram = game.ale.getRAM()
-        if step % STATE_EVERY or not (BALL_Y_RANGE[0] <= ram[RAM_BALL_Y] <= BALL_Y_RANGE[1]
-                                      and BALL_X_RANGE[0] <= ram[RAM_BALL_X] <= BALL_X_RANGE[1]):
+        if step % STATE_EVERY or not (
+            BALL_Y_RANGE[0] <= ram[RAM_BALL_Y] <= BALL_Y_RANGE[1]
+            and BALL_X_RANGE[0] <= ram[RAM_BALL_X] <= BALL_X_RANGE[1]
+        ):
             continue
         state, views = game.ale.cloneState(), copy.deepcopy(game.views)
         reading, paddle, preferences, actions, straight = branch(None)
@@ -126,20 +156,38 @@ def counterfactuals(agent_spec, collect_dir: str, layer: str, label: str, moves:
     rows = []
     for move in moves:
         reading, paddle, kl = (_interval(found[move][key]) for key in ("reading", "paddle", "kl"))
-        rows.append({"agent": agent.name, "layer": layer, "label": label, "probe_r2": direction.r2,
-                     "move": move[0], "delta": move[1], "states": states, "reading_shift": reading[0],
-                     "reading_shift_low": reading[1], "reading_shift_high": reading[2],
-                     "gain": reading[0] / move[1] if move[1] else float("nan"), "paddle_shift": paddle[0],
-                     "paddle_shift_low": paddle[1], "paddle_shift_high": paddle[2], "kl": kl[0], "kl_low": kl[1],
-                     "kl_high": kl[2], "action_change": float(np.mean(found[move]["changed"]))})
+        rows.append(
+            {
+                "agent": agent.name,
+                "layer": layer,
+                "label": label,
+                "probe_r2": direction.r2,
+                "move": move[0],
+                "delta": move[1],
+                "states": states,
+                "reading_shift": reading[0],
+                "reading_shift_low": reading[1],
+                "reading_shift_high": reading[2],
+                "gain": reading[0] / move[1] if move[1] else float("nan"),
+                "paddle_shift": paddle[0],
+                "paddle_shift_low": paddle[1],
+                "paddle_shift_high": paddle[2],
+                "kl": kl[0],
+                "kl_low": kl[1],
+                "kl_high": kl[2],
+                "action_change": float(np.mean(found[move]["changed"])),
+            }
+        )
     return rows
 
 
 def describe(row: dict) -> str:
-    return (f"{row['move']} {row['delta']:+d}: {row['label']} probe on {row['layer']} (R^2 {row['probe_r2']:.2f}) "
-            f"reads {row['reading_shift']:+.1f} [{row['reading_shift_low']:+.1f}, {row['reading_shift_high']:+.1f}]"
-            f" (gain {row['gain']:.2f}); paddle {row['paddle_shift']:+.1f} rows; KL {row['kl']:.3f}; action "
-            f"changed {row['action_change']:.0%} ({row['states']} states)")
+    return (
+        f"{row['move']} {row['delta']:+d}: {row['label']} probe on {row['layer']} (R^2 {row['probe_r2']:.2f}) "
+        f"reads {row['reading_shift']:+.1f} [{row['reading_shift_low']:+.1f}, {row['reading_shift_high']:+.1f}]"
+        f" (gain {row['gain']:.2f}); paddle {row['paddle_shift']:+.1f} rows; KL {row['kl']:.3f}; action "
+        f"changed {row['action_change']:.0%} ({row['states']} states)"
+    )
 
 
 def write_results(rows: list[dict], path: str) -> str:
@@ -156,8 +204,9 @@ def write_results(rows: list[dict], path: str) -> str:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS)
             writer.writeheader()
             for row in rows:
-                writer.writerow({key: (f"{value:.6g}" if isinstance(value, float) else value)
-                                 for key, value in row.items()})
+                writer.writerow(
+                    {key: (f"{value:.6g}" if isinstance(value, float) else value) for key, value in row.items()}
+                )
 
     atomic_write_file(path, write)
     return path

@@ -7,13 +7,16 @@ with the train games' statistics. Two scores per label:
   values) as classes, a linear softmax classifier, weighted F1 on the test games (a value never seen in
   training counts as a miss);
 - for positions and velocities, R^2 of a ridge regression (scikit-learn), its penalty chosen per label on
-  held-out train games (whole games again) and refitted on all of them.
+  held-out train games (whole games again) and refitted on all of them. The ball's position and velocity are
+  fitted and scored on in-play frames (their bytes read 0 while it is out of play: `ball_in_play` is its own
+  label), the predictive labels where they are defined; the rows' frame counts are the split's.
 Each score comes with its control (Hewitt and Liang 2019): the same probe trained on the train games'
 labels shuffled across frames, scored against the true test labels. Selectivity is score minus control:
 a strong probe on a layer that does not know the label scores high on the control too. The baselines of
 AtariARI's table are rows of their own: `random-init` (the first agent's architecture, untrained) and each
 agent's `input` layer (its observation's pixels).
 """
+
 from __future__ import annotations
 
 import csv
@@ -25,7 +28,7 @@ import torch
 
 from pongrl.errors import PongrlError
 from pongrl.probes.collect import SETTINGS_FILE, game_files
-from pongrl.probes.labels import LABELS, PREDICTIVE_LABELS, REGRESSION_LABELS, UNDEFINED
+from pongrl.probes.labels import IN_PLAY_LABELS, LABELS, PREDICTIVE_LABELS, REGRESSION_LABELS, scored_frames
 
 TEST_FRACTION = 0.2
 # Below these a probe's test score rests on a few neighbouring frames and means little: fit refuses (or, when
@@ -39,8 +42,21 @@ VALIDATION_FRACTION = 0.25
 CLASSIFIER_EPOCHS = 8
 CLASSIFIER_MIN_STEPS = 400  # small collects get more epochs: 8 epochs of a few batches leave a probe unfitted
 CLASSIFIER_BATCH = 512
-COLUMNS = ["agent", "env_step", "layer", "label", "metric", "score", "control", "selectivity", "train_frames",
-           "train_games", "test_frames", "test_games", "small_test"]
+COLUMNS = [
+    "agent",
+    "env_step",
+    "layer",
+    "label",
+    "metric",
+    "score",
+    "control",
+    "selectivity",
+    "train_frames",
+    "train_games",
+    "test_frames",
+    "test_games",
+    "small_test",
+]
 
 
 def split_games(frames: dict[int, int], seed: int = SPLIT_SEED) -> tuple[list[int], list[int]]:
@@ -67,11 +83,13 @@ def refuse_small_test(data: "ProbeData", test_games: list[int]) -> None:
     test_frames = sum(data.frames_of[game] for game in test_games)
     typical_game = int(np.median(data.rows))
     enough = int(max(MIN_TEST_FRAMES, MIN_TEST_GAMES * typical_game) / TEST_FRACTION)
-    raise PongrlError(f"{data.out_dir}: the split by whole games leaves {test_frames:,} test frames in "
-                      f"{_games(len(test_games))}, under the floor of {MIN_TEST_FRAMES:,} frames in {MIN_TEST_GAMES} "
-                      f"games: collect about {-(-enough // 1000) * 1000:,} frames "
-                      f"(probe collect with a larger --frames continues the collect), "
-                      f"or pass --allow-small-test to fit anyway with every row marked")
+    raise PongrlError(
+        f"{data.out_dir}: the split by whole games leaves {test_frames:,} test frames in "
+        f"{_games(len(test_games))}, under the floor of {MIN_TEST_FRAMES:,} frames in {MIN_TEST_GAMES} "
+        f"games: collect about {-(-enough // 1000) * 1000:,} frames "
+        f"(probe collect with a larger --frames continues the collect), "
+        f"or pass --allow-small-test to fit anyway with every row marked"
+    )
 
 
 class ProbeData:
@@ -146,14 +164,22 @@ def ridge_r2(x_train, y_train, x_test, y_test, validation: np.ndarray | None = N
         return model.predict(x).reshape(len(x), -1)  # one column comes back flat
 
     def r2_columns(truth, predicted):
-        return np.array([r2_score(truth[:, k], predicted[:, k]) if np.ptp(truth[:, k]) > 0 else np.nan
-                         for k in range(truth.shape[1])])
+        return np.array(
+            [
+                r2_score(truth[:, k], predicted[:, k]) if np.ptp(truth[:, k]) > 0 else np.nan
+                for k in range(truth.shape[1])
+            ]
+        )
 
     every = np.ones(len(x_train), bool)
     alphas = np.full(y_train.shape[1], 1.0)
     if validation is not None and validation.any() and (~validation).any():
-        held_out = np.stack([r2_columns(y_train[validation], predict(alpha, ~validation, x_train[validation]))
-                             for alpha in RIDGE_ALPHAS])
+        held_out = np.stack(
+            [
+                r2_columns(y_train[validation], predict(alpha, ~validation, x_train[validation]))
+                for alpha in RIDGE_ALPHAS
+            ]
+        )
         alphas = np.array(RIDGE_ALPHAS)[np.nan_to_num(held_out, nan=-np.inf).argmax(0)]
     predicted = np.empty_like(y_test, dtype=np.float64)
     for alpha in np.unique(alphas):
@@ -191,8 +217,10 @@ def classifier_f1s(x_train, y_train: dict, x_test, y_test: dict, seed: int) -> d
     for _ in range(max(CLASSIFIER_EPOCHS, -(-CLASSIFIER_MIN_STEPS // batches))):
         for index in torch.randperm(len(features), generator=generator).split(CLASSIFIER_BATCH):
             logits = probes(features[index])
-            loss = sum(torch.nn.functional.cross_entropy(logits[:, first:last], targets[index])
-                       for _, _, targets, first, last in heads)
+            loss = sum(
+                torch.nn.functional.cross_entropy(logits[:, first:last], targets[index])
+                for _, _, targets, first, last in heads
+            )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -227,56 +255,90 @@ def repeated_games(out_dir: str, seed: int = SPLIT_SEED) -> list[int]:
 
 
 def split_labels(data: ProbeData, labels: list[str], seed: int = SPLIT_SEED):
-    """The games split into train and test, each side's labels by name, the control's shuffle of the train
-    frames, and the mask of the train frames in held-out train games (whole games, for choosing penalties)."""
+    """The games split into train and test, each side's labels by name (with ball_in_play, which says which
+    frames the ball's labels are scored on), the control's shuffle of the train frames, and the mask of the train
+    frames in held-out train games (whole games, for choosing penalties)."""
     train_games, test_games = split_games(data.frames_of, seed)
-    y_train = {name: data.read(f"labels/{name}", train_games) for name in labels}
-    y_test = {name: data.read(f"labels/{name}", test_games) for name in labels}
+    read = list(labels) + (["ball_in_play"] if set(labels) & set(IN_PLAY_LABELS) else [])
+    y_train = {name: data.read(f"labels/{name}", train_games) for name in dict.fromkeys(read)}
+    y_test = {name: data.read(f"labels/{name}", test_games) for name in dict.fromkeys(read)}
     shuffle = np.random.default_rng(seed + 1).permutation(len(next(iter(y_train.values()))))
     rows_of = data.frames_of
-    held_out = (set(train_games[::-1][:int(round(VALIDATION_FRACTION * len(train_games)))])
-                if len(train_games) > 1 else set())
+    held_out = (
+        set(train_games[::-1][: int(round(VALIDATION_FRACTION * len(train_games)))]) if len(train_games) > 1 else set()
+    )
     validation = np.concatenate([np.full(rows_of[game], game in held_out) for game in train_games])
     return train_games, test_games, y_train, y_test, shuffle, validation
 
 
-def probe_layer(x_train, x_test, y_train: dict, y_test: dict, shuffle: np.ndarray, labels: list[str],
-                classify_scales: bool = True, seed: int = SPLIT_SEED,
-                validation: np.ndarray | None = None) -> list[dict]:
+def probe_layer(
+    x_train,
+    x_test,
+    y_train: dict,
+    y_test: dict,
+    shuffle: np.ndarray,
+    labels: list[str],
+    classify_scales: bool = True,
+    seed: int = SPLIT_SEED,
+    validation: np.ndarray | None = None,
+) -> list[dict]:
     """Every probe of one layer (standardized features): the R^2 of the labels on a scale and the F1 of
     the labels' classifiers, each with its shuffled-label control (`shuffle` permutes the train frames;
-    `validation` marks the held-out train games that choose the ridge penalties)."""
+    `validation` marks the held-out train games that choose the ridge penalties). The ball's position and
+    velocity get their R^2 on in-play frames and their F1 on all frames (AtariARI's protocol: out of play is a
+    class); the predictive labels are probed where they are defined."""
     rows = []
-    for name in [name for name in labels if name in PREDICTIVE_LABELS]:
-        rows.append(_probe_defined_frames(name, x_train, x_test, y_train[name], y_test[name], seed, validation))
+    on_some_frames = [name for name in labels if name in PREDICTIVE_LABELS or name in IN_PLAY_LABELS]
+    for name in on_some_frames:
+        in_play_train, in_play_test = y_train.get("ball_in_play"), y_test.get("ball_in_play")
+        rows.append(
+            _probe_on_frames(
+                name,
+                x_train,
+                x_test,
+                y_train[name],
+                y_test[name],
+                scored_frames(name, y_train[name], in_play_train),
+                scored_frames(name, y_test[name], in_play_test),
+                seed,
+                validation,
+            )
+        )
     labels = [name for name in labels if name not in PREDICTIVE_LABELS]
-    regression = [name for name in labels if name in REGRESSION_LABELS]
+    regression = [name for name in labels if name in REGRESSION_LABELS and name not in on_some_frames]
     if regression:
         targets_train = np.stack([y_train[name] for name in regression], 1).astype(np.float64)
         targets_test = np.stack([y_test[name] for name in regression], 1).astype(np.float64)
         scores = ridge_r2(x_train, targets_train, x_test, targets_test, validation)
         controls = ridge_r2(x_train, targets_train[shuffle], x_test, targets_test, validation)
-        rows += [{"label": name, "metric": "r2", "score": score, "control": control, "selectivity": score - control}
-                 for name, score, control in zip(regression, scores, controls)]
+        rows += [
+            {"label": name, "metric": "r2", "score": score, "control": control, "selectivity": score - control}
+            for name, score, control in zip(regression, scores, controls)
+        ]
     classified = labels if classify_scales else [name for name in labels if name not in regression]
     # Each label and its control (the labels shuffled) are two probes of one joint fit.
-    scores = classifier_f1s(x_train, {**{(name, False): y_train[name] for name in classified},
-                                      **{(name, True): y_train[name][shuffle] for name in classified}},
-                            x_test, {(name, control): y_test[name] for name in classified for control in (False, True)},
-                            seed)
+    scores = classifier_f1s(
+        x_train,
+        {
+            **{(name, False): y_train[name] for name in classified},
+            **{(name, True): y_train[name][shuffle] for name in classified},
+        },
+        x_test,
+        {(name, control): y_test[name] for name in classified for control in (False, True)},
+        seed,
+    )
     for name in classified:
         score, control = scores[(name, False)], scores[(name, True)]
         rows.append({"label": name, "metric": "f1", "score": score, "control": control, "selectivity": score - control})
     return rows
 
 
-MIN_DEFINED_FRAMES = 20  # a predictive label defined on fewer train (or 2 test) frames gets no score
+MIN_DEFINED_FRAMES = 20  # a label scored on fewer train (or 2 test) frames gets no score
 
 
-def _probe_defined_frames(name: str, x_train, x_test, y_train, y_test, seed: int, validation) -> dict:
-    """One predictive label's probe and control, on the frames where the label is defined: R^2 for a
-    quantity, F1 for the point's outcome; NaN when too few frames hold it."""
-    train_rows, test_rows = y_train != UNDEFINED, y_test != UNDEFINED
+def _probe_on_frames(name: str, x_train, x_test, y_train, y_test, train_rows, test_rows, seed: int, validation) -> dict:
+    """One label's probe and control on some frames only (`train_rows`, `test_rows`): R^2 for a quantity, F1
+    for the point's outcome; NaN when too few frames hold it."""
     metric = "r2" if name in REGRESSION_LABELS else "f1"
     if train_rows.sum() < MIN_DEFINED_FRAMES or test_rows.sum() < 2:
         score = control = float("nan")
@@ -286,26 +348,44 @@ def _probe_defined_frames(name: str, x_train, x_test, y_train, y_test, seed: int
         if metric == "r2":
             held_out = validation[train_rows] if validation is not None else None
             targets = np.stack([y_fit, shuffled], 1).astype(np.float64)
-            score, control = ridge_r2(x_fit, targets, x_score, np.stack([y_score, y_score], 1).astype(np.float64),
-                                      held_out)
+            score, control = ridge_r2(
+                x_fit, targets, x_score, np.stack([y_score, y_score], 1).astype(np.float64), held_out
+            )
         else:
             f1 = classifier_f1s(x_fit, {False: y_fit, True: shuffled}, x_score, {False: y_score, True: y_score}, seed)
             score, control = f1[False], f1[True]
-    return {"label": name, "metric": metric, "score": float(score), "control": float(control),
-            "selectivity": float(score - control)}
+    return {
+        "label": name,
+        "metric": metric,
+        "score": float(score),
+        "control": float(control),
+        "selectivity": float(score - control),
+    }
 
 
-def chosen_layers(data: ProbeData, layers: list[str] | None = None,
-                  agents: list[str] | None = None) -> list[tuple[int, str]]:
+def chosen_layers(
+    data: ProbeData, layers: list[str] | None = None, agents: list[str] | None = None
+) -> list[tuple[int, str]]:
     """The (agent index, layer) pairs a fit covers: every stored layer of every agent, or only those named."""
-    return [(index, layer) for index, agent in enumerate(data.settings["agents"])
-            if not agents or agent["name"] in agents
-            for layer in data.layers[index] if not layers or layer in layers]
+    return [
+        (index, layer)
+        for index, agent in enumerate(data.settings["agents"])
+        if not agents or agent["name"] in agents
+        for layer in data.layers[index]
+        if not layers or layer in layers
+    ]
 
 
-def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None = None, seed: int = SPLIT_SEED,
-        progress=None, classify_scales: bool = True, agents: list[str] | None = None,
-        allow_small_test: bool = False) -> tuple[list[dict], ProbeData]:
+def fit(
+    out_dir: str,
+    layers: list[str] | None = None,
+    labels: list[str] | None = None,
+    seed: int = SPLIT_SEED,
+    progress=None,
+    classify_scales: bool = True,
+    agents: list[str] | None = None,
+    allow_small_test: bool = False,
+) -> tuple[list[dict], ProbeData]:
     """Fit every probe; returns the rows of probes.csv and the data read. `classify_scales=False` skips
     AtariARI's classifier for the labels that get R^2 (positions and velocities: up to ~200 classes each,
     most of the fitting time), as the study across checkpoints does; `agents` keeps only the agents of those
@@ -336,15 +416,24 @@ def fit(out_dir: str, layers: list[str] | None = None, labels: list[str] | None 
     fitted_inputs: dict[str, list[dict]] = {}  # by observation profile: agents of one profile share their input
     for index, layer in chosen_layers(data, layers, agents):
         agent = data.settings["agents"][index]
-        base = {"agent": agent["name"], "env_step": agent["env_step"], "layer": layer,
-                "train_frames": len(shuffle), "train_games": len(train_games), "test_frames": test_frames,
-                "test_games": len(test_games), "small_test": small_test}
+        base = {
+            "agent": agent["name"],
+            "env_step": agent["env_step"],
+            "layer": layer,
+            "train_frames": len(shuffle),
+            "train_games": len(train_games),
+            "test_frames": test_frames,
+            "test_games": len(test_games),
+            "small_test": small_test,
+        }
         profile = agent.get("obs_profile")
         if layer == "input" and profile in fitted_inputs:
             rows += [{**base, **row} for row in fitted_inputs[profile]]
         else:
-            x_train, x_test = _standardize(data.read(f"agents/{index}/{layer}", train_games).astype(np.float32),
-                                           data.read(f"agents/{index}/{layer}", test_games).astype(np.float32))
+            x_train, x_test = _standardize(
+                data.read(f"agents/{index}/{layer}", train_games).astype(np.float32),
+                data.read(f"agents/{index}/{layer}", test_games).astype(np.float32),
+            )
             probes = probe_layer(x_train, x_test, y_train, y_test, shuffle, labels, classify_scales, seed, validation)
             if layer == "input":
                 fitted_inputs[profile] = probes
@@ -361,11 +450,15 @@ def _games(count: int) -> str:
 def split_summary(rows: list[dict]) -> str:
     """The frames and games the probes were trained and tested on, in words (the rows share one split)."""
     first = rows[0]
-    text = (f"trained on {first['train_frames']:,} frames in {_games(first['train_games'])}, tested on "
-            f"{first['test_frames']:,} frames in {_games(first['test_games'])}")
+    text = (
+        f"trained on {first['train_frames']:,} frames in {_games(first['train_games'])}, tested on "
+        f"{first['test_frames']:,} frames in {_games(first['test_games'])}"
+    )
     if first["small_test"]:
-        text += (f" (under the floor of {MIN_TEST_FRAMES:,} test frames in {MIN_TEST_GAMES} games: every score is "
-                 f"marked small_test and means little)")
+        text += (
+            f" (under the floor of {MIN_TEST_FRAMES:,} test frames in {MIN_TEST_GAMES} games: every score is "
+            f"marked small_test and means little)"
+        )
     return text
 
 
@@ -378,8 +471,9 @@ def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
         writer = csv.DictWriter(handle, COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({key: (f"{value:.4f}" if isinstance(value, float) else value)
-                             for key, value in row.items()})
+            writer.writerow(
+                {key: (f"{value:.4f}" if isinstance(value, float) else value) for key, value in row.items()}
+            )
     lines = [f"Probes {split_summary(rows)}." if rows else "No probes.", ""]
     for metric, title in (("f1", "Weighted F1 (AtariARI's protocol)"), ("r2", "R^2 (ridge regression)")):
         chosen = [row for row in rows if row["metric"] == metric]
@@ -388,14 +482,19 @@ def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
         labels = list(dict.fromkeys(row["label"] for row in chosen))
         keys = list(dict.fromkeys((row["agent"], row["layer"]) for row in chosen))
         table = {(row["agent"], row["layer"], row["label"]): row for row in chosen}
-        lines += [f"### {title}, test games (control: shuffled labels)", "",
-                  "| agent | layer | " + " | ".join(labels) + " |", "|---|---|" + "---:|" * len(labels)]
+        lines += [
+            f"### {title}, test games (control: shuffled labels)",
+            "",
+            "| agent | layer | " + " | ".join(labels) + " |",
+            "|---|---|" + "---:|" * len(labels),
+        ]
         for agent, layer in keys:
             cells = []
             for label in labels:
                 row = table.get((agent, layer, label))
-                cells.append("-" if row is None or np.isnan(row["score"])
-                             else f"{row['score']:.2f} ({row['control']:.2f})")
+                cells.append(
+                    "-" if row is None or np.isnan(row["score"]) else f"{row['score']:.2f} ({row['control']:.2f})"
+                )
             lines.append(f"| {agent} | {layer} | " + " | ".join(cells) + " |")
         lines.append("")
     with open(md_path, "w") as handle:

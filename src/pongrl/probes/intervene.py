@@ -14,8 +14,10 @@ gives w = P w_stored), so:
   (mean ablation: h - (h . u - mean) u).
 The control is the same edit along a random direction (seeded, unit length; the same |delta| when steering).
 
-Each condition plays `games` greedy games against the built-in AI through the game runner (the same starts
-for every condition), and reports, each with its 95% interval over games:
+Each condition plays `games` greedy games against the built-in AI through the game runner (game k of every
+condition starts after the same no-op frames; all conditions' games run in one batch, each row of the network's
+forward pass under its own condition's edit, the network before the edited layer run once for the unperturbed
+and the perturbed preferences), and reports, each with its 95% interval over games:
 - the paddle's offset from the real ball (the agent's paddle height minus the ball's, RAM rows, in-play steps),
   and its shift from the unperturbed games: a paddle that goes where the steered belief says the ball is
   shifts by about alpha;
@@ -25,6 +27,7 @@ for every condition), and reports, each with its 95% interval over games:
 Each steering row also says the edit's size against the layer's mean activation norm (`edit_size`): a probe
 can read a label along a direction in which a small move changes the reading a lot.
 """
+
 from __future__ import annotations
 
 import csv
@@ -36,16 +39,36 @@ import torch
 
 from pongrl.errors import PongrlError
 from pongrl.game import RAM_BALL_Y, RAM_RIGHT_PADDLE_Y
-from pongrl.probes.labels import PREDICTIVE_LABELS, REGRESSION_LABELS, UNDEFINED
+from pongrl.probes.labels import IN_PLAY_LABELS, REGRESSION_LABELS, scored_frames
 
-IN_PLAY_LABELS = ("ball_x", "ball_y", "ball_vx", "ball_vy")  # their RAM bytes mean nothing out of play
 KINDS = ("steer", "ablate", "mean-ablate")
 DIRECTIONS = ("probe", "random")
 RANDOM_DIRECTION_SEED = 20261203
-COLUMNS = ["agent", "layer", "label", "probe_r2", "kind", "direction", "alpha", "edit_size", "games", "score",
-           "score_low",
-           "score_high", "paddle_offset", "paddle_shift", "paddle_shift_low", "paddle_shift_high", "kl", "kl_low",
-           "kl_high", "action_change"]
+# Games played at once, every condition's in one batch: a batch this wide keeps the network's forward passes cheap
+# per game on two cores, while the emulators (one per game) stay a few hundred MB.
+PARALLEL_GAMES = 64
+COLUMNS = [
+    "agent",
+    "layer",
+    "label",
+    "probe_r2",
+    "kind",
+    "direction",
+    "alpha",
+    "edit_size",
+    "games",
+    "score",
+    "score_low",
+    "score_high",
+    "paddle_offset",
+    "paddle_shift",
+    "paddle_shift_low",
+    "paddle_shift_high",
+    "kl",
+    "kl_low",
+    "kl_high",
+    "action_change",
+]
 
 
 @dataclass
@@ -65,18 +88,19 @@ class Direction:
         return self.weights / np.linalg.norm(self.weights)
 
 
-def steerable_layers(agent) -> dict[str, torch.nn.Module]:
-    """The layers an intervention can edit, by their probe names: the ReLU after each convolution (conv1, ...)
-    and after the fully connected layer (fc) of the torso that chooses the actions."""
-    torso = agent.network.torso if hasattr(agent.network, "torso") else agent.network.actor_network
+def steerable_layers(agent) -> dict[str, int]:
+    """The layers an intervention can edit, by their probe names, with their places in the torso that chooses
+    the actions (`agent.policy_parts()`): the ReLU after each convolution (conv1, ...) and after the fully
+    connected layer (fc)."""
+    torso, _ = agent.policy_parts()
     layers, convolutions, before = {}, 0, None
-    for module in torso:
+    for position, module in enumerate(torso):
         if isinstance(module, torch.nn.ReLU):
             if isinstance(before, torch.nn.Conv2d):
                 convolutions += 1
-                layers[f"conv{convolutions}"] = module
+                layers[f"conv{convolutions}"] = position
             else:
-                layers["fc"] = module
+                layers["fc"] = position
         before = module
     return layers
 
@@ -90,8 +114,10 @@ def _collect_index(data, agent) -> int:
         if (sha256 and entry.get("sha256") == sha256) or entry.get("name") == agent.name:
             return index
     names = ", ".join(entry["name"] for entry in data.settings["agents"])
-    raise PongrlError(f"{data.out_dir}: no probe of {agent.name} there (it recorded {names}); "
-                      "collect this agent first (pongrl probe collect AGENT --out DIR)")
+    raise PongrlError(
+        f"{data.out_dir}: no probe of {agent.name} there (it recorded {names}); "
+        "collect this agent first (pongrl probe collect AGENT --out DIR)"
+    )
 
 
 def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0) -> Direction:
@@ -104,27 +130,30 @@ def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0
     data = ProbeData(collect_dir)
     index = _collect_index(data, agent)
     if label not in REGRESSION_LABELS or label not in data.labels:
-        raise PongrlError(f"no probe of {label!r} to steer along: a direction needs a label on a scale that the "
-                          f"collect recorded ({', '.join(name for name in REGRESSION_LABELS if name in data.labels)})")
+        raise PongrlError(
+            f"no probe of {label!r} to steer along: a direction needs a label on a scale that the "
+            f"collect recorded ({', '.join(name for name in REGRESSION_LABELS if name in data.labels)})"
+        )
     if layer not in data.layers.get(index, []):
         raise PongrlError(f"{collect_dir}: no layer {layer!r} recorded for {agent.name}")
     train_games, test_games = split_games(data.frames_of, seed)
-    held_out = set(train_games[::-1][:max(1, int(round(VALIDATION_FRACTION * len(train_games))))])
+    held_out = set(train_games[::-1][: max(1, int(round(VALIDATION_FRACTION * len(train_games))))])
 
     def read(games):
         x = data.read(f"agents/{index}/{layer}", games).astype(np.float64)
         y = data.read(f"labels/{label}", games).astype(np.float64)
-        keep = y != UNDEFINED if label in PREDICTIVE_LABELS else np.ones(len(y), bool)
-        if label in IN_PLAY_LABELS:
-            keep &= data.read("labels/ball_in_play", games).astype(bool)
+        in_play = data.read("labels/ball_in_play", games) if label in IN_PLAY_LABELS else None
+        keep = scored_frames(label, y, in_play)
         game_of = np.concatenate([np.full(data.frames_of[game], game) for game in games])
         return x[keep], y[keep], game_of[keep]
 
     x_train, y_train, train_game_of = read(train_games)
     x_test, y_test, _ = read(test_games)
     if len(y_train) < 50 or len(y_test) < 10:
-        raise PongrlError(f"{collect_dir}: too few frames hold {label} to fit its direction "
-                          f"({len(y_train)} train, {len(y_test)} test); collect more frames")
+        raise PongrlError(
+            f"{collect_dir}: too few frames hold {label} to fit its direction "
+            f"({len(y_train)} train, {len(y_test)} test); collect more frames"
+        )
     mean, std = x_train.mean(0), x_train.std(0)
     std[std == 0] = 1.0
 
@@ -135,8 +164,10 @@ def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0
     every = np.ones(len(y_train), bool)
     alpha = 1.0
     if validation.any() and (~validation).any():
-        errors = [np.mean((fit(a, ~validation).predict((x_train[validation] - mean) / std) - y_train[validation]) ** 2)
-                  for a in RIDGE_ALPHAS]
+        errors = [
+            np.mean((fit(a, ~validation).predict((x_train[validation] - mean) / std) - y_train[validation]) ** 2)
+            for a in RIDGE_ALPHAS
+        ]
         alpha = RIDGE_ALPHAS[int(np.argmin(errors))]
     model = fit(alpha, every)
     predicted = model.predict((x_test - mean) / std)
@@ -151,8 +182,7 @@ def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0
     mean_reading = float(np.mean(x_train @ stored_weights) / np.linalg.norm(weights))
     # The projection keeps norms (Johnson-Lindenstrauss), so the stored features' mean norm is the layer's.
     activation_norm = float(np.linalg.norm(x_train, axis=1).mean())
-    return Direction(layer, label, weights, mean_reading, float(r2), int(len(y_train) + len(y_test)),
-                     activation_norm)
+    return Direction(layer, label, weights, mean_reading, float(r2), int(len(y_train) + len(y_test)), activation_norm)
 
 
 def _layer_width(agent, layer: str) -> int:
@@ -160,29 +190,64 @@ def _layer_width(agent, layer: str) -> int:
     return agent.layers(np.zeros(shape, np.uint8))[layer].shape[1]
 
 
-class Edit:
-    """A forward hook that edits one layer's activations: steer by `delta`, or remove the component along `unit`
-    (back to `mean` for a mean ablation). `active` switches it off for the unperturbed pass."""
+class LayerEdits:
+    """The edits of one layer: `edits` lists (kind, vector, mean), to steer by adding `vector`, or to remove the
+    component along the unit `vector` (back to `mean` for a mean ablation). `apply` edits each row of a batch
+    of the layer's activations by its own edit, so that one batch carries the games of many conditions."""
 
-    def __init__(self, module: torch.nn.Module, kind: str, vector: np.ndarray, mean: float = 0.0):
-        self.kind, self.mean, self.active = kind, mean, False
-        self.vector = torch.as_tensor(vector, dtype=torch.float32)
-        self.handle = module.register_forward_hook(self._edit)
+    def __init__(self, edits: list[tuple[str, np.ndarray, float]]):
+        width = len(edits[0][1]) if edits else 0
+        self.shift = torch.zeros(len(edits), width)
+        self.unit = torch.zeros(len(edits), width)
+        self.target = torch.zeros(len(edits))
+        for index, (kind, vector, mean) in enumerate(edits):
+            if kind == "steer":
+                self.shift[index] = torch.as_tensor(vector, dtype=torch.float32)
+            else:
+                self.unit[index] = torch.as_tensor(vector, dtype=torch.float32)
+                self.target[index] = mean if kind == "mean-ablate" else 0.0
 
-    def _edit(self, module, inputs, output):
-        if not self.active:
-            return None
-        flat = output.reshape(len(output), -1).float()
-        if self.kind == "steer":
-            flat = flat + self.vector
-        else:
-            reading = flat @ self.vector
-            target = self.mean if self.kind == "mean-ablate" else 0.0
-            flat = flat - (reading - target)[:, None] * self.vector
-        return flat.reshape(output.shape).to(output.dtype)
+    def apply(self, activations: torch.Tensor, edit_of_row: list[int]) -> torch.Tensor:
+        index = torch.as_tensor(edit_of_row)
+        flat = activations.reshape(len(activations), -1)
+        unit = self.unit[index]
+        reading = (flat * unit).sum(1)
+        flat = flat - (reading - self.target[index])[:, None] * unit + self.shift[index]
+        return flat.reshape(activations.shape)
 
-    def remove(self) -> None:
-        self.handle.remove()
+
+class EditedNetwork:
+    """The agent's policy network with edits at some of its layers (`layer_edits`, by probe name). One call
+    gives a batch's unperturbed preferences and each row's preferences under its own edit (`edits[row]`: (layer,
+    index in that layer's LayerEdits), or None): the network up to an edited layer runs once for both, only the
+    part after it runs again for the edited rows. In float32, as agents play (nets.float32_arithmetic)."""
+
+    def __init__(self, agent, layer_edits: dict[str, LayerEdits]):
+        self.agent, self.layer_edits = agent, layer_edits
+        self.torso, self.head = agent.policy_parts()
+        places = steerable_layers(agent)
+        self.edited_at = {places[layer]: layer for layer in layer_edits}
+
+    @torch.inference_mode()
+    def preferences(self, obs: np.ndarray, edits: list[tuple[str, int] | None]) -> tuple[np.ndarray, np.ndarray]:
+        """(unperturbed, perturbed) preferences, (N, actions) each; rows without an edit are the same in both."""
+        x, kept = self.agent.network_input(obs), {}
+        for place, module in enumerate(self.torso):
+            x = module(x)
+            if place in self.edited_at:
+                kept[place] = x
+        base = self.head(x)
+        perturbed = base.clone()
+        for place, activations in kept.items():
+            layer = self.edited_at[place]
+            rows = [row for row, edit in enumerate(edits) if edit is not None and edit[0] == layer]
+            if not rows:
+                continue
+            h = self.layer_edits[layer].apply(activations[rows], [edits[row][1] for row in rows])
+            for module in self.torso[place + 1 :]:
+                h = module(h)
+            perturbed[rows] = self.head(h)
+        return base.numpy(), perturbed.numpy()
 
 
 def policy(preferences: np.ndarray) -> np.ndarray:
@@ -193,29 +258,29 @@ def policy(preferences: np.ndarray) -> np.ndarray:
 
 
 class InterveningPlayer:
-    """The agent at the right paddle with an Edit on: acts greedily on the perturbed preferences, and records per
-    game the KL divergence from its unperturbed policy on the same frames and whether the action changed."""
+    """The agent at the right paddle, each game under its condition's edit (`game_edits[game]`: (layer, index
+    in that layer's LayerEdits) or None): acts greedily on the perturbed preferences, and records per game the
+    KL divergence from its unperturbed policy on the same frames and whether the action changed."""
 
-    def __init__(self, agent, edit: Edit | None, games: int):
-        self.agent, self.edit, self.profile = agent, edit, agent.obs_profile
-        self.kl = [[] for _ in range(games)]
-        self.changed = [[] for _ in range(games)]
+    def __init__(self, network: EditedNetwork, game_edits: list[tuple[str, int] | None]):
+        self.network, self.game_edits = network, game_edits
+        self.profile = network.agent.obs_profile
+        self.kl = [[] for _ in game_edits]
+        self.changed = [[] for _ in game_edits]
         self.games_now: list[int] = []
 
     def act(self, observations: np.ndarray) -> np.ndarray:
-        if self.edit is None:
-            return self.agent.preferences(observations).argmax(1)
-        base = self.agent.preferences(observations)
-        self.edit.active = True
-        try:
-            perturbed = self.agent.preferences(observations)
-        finally:
-            self.edit.active = False
-        p, q = policy(perturbed), policy(base)
-        kl = np.sum(p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-300))), axis=1)
-        for row, game in enumerate(self.games_now):
-            self.kl[game].append(float(kl[row]))
-            self.changed[game].append(bool(perturbed[row].argmax() != base[row].argmax()))
+        edits = [self.game_edits[game] for game in self.games_now]
+        base, perturbed = self.network.preferences(observations, edits)
+        edited = [row for row, edit in enumerate(edits) if edit is not None]
+        if edited:
+            p, q = policy(perturbed[edited]), policy(base[edited])
+            kl = np.sum(p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-300))), axis=1)
+            changed = perturbed[edited].argmax(1) != base[edited].argmax(1)
+            for row, row_kl, row_changed in zip(edited, kl, changed):
+                game = self.games_now[row]
+                self.kl[game].append(float(row_kl))
+                self.changed[game].append(bool(row_changed))
         return perturbed.argmax(1)
 
 
@@ -232,17 +297,30 @@ def _interval(values) -> tuple[float, float, float]:
     return float(values.mean()), float(values.mean() - half), float(values.mean() + half)
 
 
-def play_condition(agent, edit: Edit | None, games: int, seed: int, sticky_actions: float = 0.0) -> dict:
-    """`games` greedy games against the built-in AI with `edit` on (None: the unperturbed agent); per game its
-    score, mean paddle offset from the ball on in-play steps, mean KL and action-change rate."""
+def play_conditions(
+    network: EditedNetwork,
+    conditions: list[tuple[str, int] | None],
+    games: int,
+    seed: int,
+    sticky_actions: float = 0.0,
+    parallel: int = PARALLEL_GAMES,
+    progress=None,
+) -> list[dict]:
+    """`games` greedy games of the `network`'s agent against the built-in AI for each condition (its (layer,
+    edit index), or None: the unperturbed agent), all in one batch of `parallel` games at a time; every
+    condition's game k starts after the same no-op frames. Per condition, per game: its score, mean paddle
+    offset from the ball on in-play steps, mean KL and action-change rate."""
+    from pongrl.game import NOOP_MAX
     from pongrl.runner import BUILTIN, GamePlan, play_games, spread
 
-    player = InterveningPlayer(agent, edit, games)
-    plans = [GamePlan(player, BUILTIN) for _ in range(games)]
-    slots = spread(plans)
+    starts = np.random.default_rng(seed).integers(0, NOOP_MAX + 1, games)
+    game_edits = [condition for condition in conditions for _ in range(games)]
+    player = InterveningPlayer(network, game_edits)
+    plans = [GamePlan(player, BUILTIN, start=int(start)) for _ in conditions for start in starts]
+    slots = spread(plans, parallel)
     first_game = np.cumsum([0] + [len(slot) for slot in slots])
     played = [0] * len(slots)
-    offsets = [[] for _ in range(games)]
+    offsets = [[] for _ in plans]
 
     def before_step(driver, running) -> None:
         player.games_now = [first_game[slot] + played[slot] for slot in running]
@@ -255,20 +333,40 @@ def play_condition(agent, edit: Edit | None, games: int, seed: int, sticky_actio
         for slot in running:
             if driver.done(slot):
                 played[slot] += 1
+                if progress:
+                    progress(1)
 
-    records = play_games(slots, before_step=before_step, after_step=after_step, seed=seed,
-                         sticky_actions=sticky_actions)
-    return {"scores": [r["first_points"] - r["second_points"] for r in records],
-            "offsets": [float(np.mean(o)) if o else float("nan") for o in offsets],
-            "kl": [float(np.mean(k)) if k else float("nan") for k in player.kl],
-            "changed": [float(np.mean(c)) if c else float("nan") for c in player.changed]}
+    records = play_games(
+        slots, before_step=before_step, after_step=after_step, seed=seed, sticky_actions=sticky_actions
+    )
+    results = []
+    for number in range(len(conditions)):
+        mine = range(number * games, (number + 1) * games)
+        results.append(
+            {
+                "scores": [records[g]["first_points"] - records[g]["second_points"] for g in mine],
+                "offsets": [float(np.mean(offsets[g])) if offsets[g] else float("nan") for g in mine],
+                "kl": [float(np.mean(player.kl[g])) if player.kl[g] else float("nan") for g in mine],
+                "changed": [float(np.mean(player.changed[g])) if player.changed[g] else float("nan") for g in mine],
+            }
+        )
+    return results
 
 
-def intervene(agent_spec, collect_dir: str, layers: list[str], labels: list[str], kinds: list[str],
-              alphas: list[float], games: int = 10, seed: int = 0, sticky_actions: float = 0.0,
-              progress=None) -> list[dict]:
+def intervene(
+    agent_spec,
+    collect_dir: str,
+    layers: list[str],
+    labels: list[str],
+    kinds: list[str],
+    alphas: list[float],
+    games: int = 10,
+    seed: int = 0,
+    sticky_actions: float = 0.0,
+    progress=None,
+) -> list[dict]:
     """Every (layer, label, kind, direction, alpha) condition's row (COLUMNS), after the unperturbed games.
-    Everything is checked before any game is played."""
+    Everything is checked before any game is played; `progress(1)` is called as each game ends."""
     from pongrl.agent import QAgent, as_agent
 
     agent = as_agent(agent_spec)
@@ -286,15 +384,16 @@ def intervene(agent_spec, collect_dir: str, layers: list[str], labels: list[str]
     if games <= 0:
         raise PongrlError(f"the number of games must be positive, got {games}")
     found = {(layer, label): fit_direction(collect_dir, agent, layer, label) for layer in layers for label in labels}
-    conditions = [(layer, label, kind, direction, alpha) for layer in layers for label in labels for kind in kinds
-                  for direction in DIRECTIONS for alpha in (alphas if kind == "steer" else [0.0])]
-    baseline = play_condition(agent, None, games, seed, sticky_actions)
-    if progress:
-        progress(1)
-    base_offset = _interval(baseline["offsets"])
-    rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, base_offset)]
+    conditions = [
+        (layer, label, kind, direction, alpha)
+        for layer in layers
+        for label in labels
+        for kind in kinds
+        for direction in DIRECTIONS
+        for alpha in (alphas if kind == "steer" else [0.0])
+    ]
     rng = np.random.default_rng(RANDOM_DIRECTION_SEED)
-    random_units = {}
+    random_units, edits_of_layer, played = {}, {layer: [] for layer in layers}, [None]
     for layer, label, kind, direction, alpha in conditions:
         found_direction = found[(layer, label)]
         if layer not in random_units:
@@ -303,35 +402,60 @@ def intervene(agent_spec, collect_dir: str, layers: list[str], labels: list[str]
         unit = found_direction.unit if direction == "probe" else random_units[layer]
         if kind == "steer":
             size = alpha / np.linalg.norm(found_direction.weights)  # |delta| of a steer by alpha label units
-            vector, mean, edit_size = unit * size, 0.0, abs(size) / found_direction.activation_norm
+            vector, mean = unit * size, 0.0
         else:  # a random direction's mean reading is unknown: its mean ablation is a plain ablation
-            vector, edit_size = unit, float("nan")
-            mean = found_direction.mean_reading if direction == "probe" else 0.0
-        edit = Edit(available[layer], kind, vector, mean)
-        try:
-            result = play_condition(agent, edit, games, seed, sticky_actions)
-        finally:
-            edit.remove()
-        rows.append(_row(agent, layer, label, found_direction.r2, kind, direction, alpha, edit_size, games, result,
-                         base_offset))
-        if progress:
-            progress(1)
+            vector, mean = unit, (found_direction.mean_reading if direction == "probe" else 0.0)
+        edits_of_layer[layer].append((kind, vector, mean))
+        played.append((layer, len(edits_of_layer[layer]) - 1))
+    network = EditedNetwork(agent, {layer: LayerEdits(edits) for layer, edits in edits_of_layer.items()})
+    results = play_conditions(network, played, games, seed, sticky_actions, progress=progress)
+    baseline, base_offset = results[0], _interval(results[0]["offsets"])
+    rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, base_offset)]
+    for (layer, label, kind, direction, alpha), result in zip(conditions, results[1:]):
+        found_direction = found[(layer, label)]
+        edit_size = (
+            abs(alpha) / np.linalg.norm(found_direction.weights) / found_direction.activation_norm
+            if kind == "steer"
+            else float("nan")
+        )
+        rows.append(
+            _row(agent, layer, label, found_direction.r2, kind, direction, alpha, edit_size, games, result, base_offset)
+        )
     return rows
 
 
 def _row(agent, layer, label, r2, kind, direction, alpha, edit_size, games, result, base_offset) -> dict:
     score = _interval(result["scores"])
     offset = _interval(result["offsets"])
-    shift_half = np.sqrt(max(offset[2] - offset[0], 0) ** 2 + max(base_offset[2] - base_offset[0], 0) ** 2) \
-        if np.isfinite(offset[2]) and np.isfinite(base_offset[2]) else float("nan")
+    shift_half = (
+        np.sqrt(max(offset[2] - offset[0], 0) ** 2 + max(base_offset[2] - base_offset[0], 0) ** 2)
+        if np.isfinite(offset[2]) and np.isfinite(base_offset[2])
+        else float("nan")
+    )
     shift = offset[0] - base_offset[0]
     kl = _interval(result["kl"])
-    return {"agent": agent.name, "layer": layer, "label": label, "probe_r2": r2, "kind": kind, "direction": direction,
-            "alpha": alpha, "edit_size": edit_size, "games": games, "score": score[0], "score_low": score[1],
-            "score_high": score[2],
-            "paddle_offset": offset[0], "paddle_shift": shift, "paddle_shift_low": shift - shift_half,
-            "paddle_shift_high": shift + shift_half, "kl": kl[0], "kl_low": kl[1], "kl_high": kl[2],
-            "action_change": _interval(result["changed"])[0]}
+    return {
+        "agent": agent.name,
+        "layer": layer,
+        "label": label,
+        "probe_r2": r2,
+        "kind": kind,
+        "direction": direction,
+        "alpha": alpha,
+        "edit_size": edit_size,
+        "games": games,
+        "score": score[0],
+        "score_low": score[1],
+        "score_high": score[2],
+        "paddle_offset": offset[0],
+        "paddle_shift": shift,
+        "paddle_shift_low": shift - shift_half,
+        "paddle_shift_high": shift + shift_half,
+        "kl": kl[0],
+        "kl_low": kl[1],
+        "kl_high": kl[2],
+        "action_change": _interval(result["changed"])[0],
+    }
 
 
 def describe(row: dict) -> str:
@@ -339,10 +463,12 @@ def describe(row: dict) -> str:
     if row["kind"] == "none":
         return f"unperturbed: score {row['score']:+.2f}, paddle offset from the ball {row['paddle_offset']:+.1f} rows"
     size = f"{row['alpha']:+g} (|delta| {row['edit_size']:.2%} of |h|) " if row["kind"] == "steer" else ""
-    return (f"{row['layer']} {row['label']} (probe R^2 {row['probe_r2']:.2f}) {row['kind']} {size}{row['direction']}:"
-            f" paddle shift {row['paddle_shift']:+.1f} [{row['paddle_shift_low']:+.1f}, "
-            f"{row['paddle_shift_high']:+.1f}], KL {row['kl']:.3f}, action changed {row['action_change']:.0%}, "
-            f"score {row['score']:+.2f}")
+    return (
+        f"{row['layer']} {row['label']} (probe R^2 {row['probe_r2']:.2f}) {row['kind']} {size}{row['direction']}:"
+        f" paddle shift {row['paddle_shift']:+.1f} [{row['paddle_shift_low']:+.1f}, "
+        f"{row['paddle_shift_high']:+.1f}], KL {row['kl']:.3f}, action changed {row['action_change']:.0%}, "
+        f"score {row['score']:+.2f}"
+    )
 
 
 def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
@@ -358,8 +484,9 @@ def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS)
             writer.writeheader()
             for row in rows:
-                writer.writerow({key: (f"{value:.6g}" if isinstance(value, float) else value)
-                                 for key, value in row.items()})
+                writer.writerow(
+                    {key: (f"{value:.6g}" if isinstance(value, float) else value) for key, value in row.items()}
+                )
 
     atomic_write_file(csv_path, write_csv)
     atomic_write_file(chart_path, lambda temp_path: _chart(rows, temp_path))
@@ -378,17 +505,28 @@ def _chart(rows: list[dict], path: str) -> None:
     for axis, label in zip(axes[0], labels):
         for layer in sorted({row["layer"] for row in steered if row["label"] == label}):
             for direction, style in (("probe", "o-"), ("random", "x:")):
-                points = sorted((row["alpha"], row["paddle_shift"], row["paddle_shift_low"], row["paddle_shift_high"])
-                                for row in steered if (row["label"], row["layer"], row["direction"]) ==
-                                (label, layer, direction))
+                points = sorted(
+                    (row["alpha"], row["paddle_shift"], row["paddle_shift_low"], row["paddle_shift_high"])
+                    for row in steered
+                    if (row["label"], row["layer"], row["direction"]) == (label, layer, direction)
+                )
                 if not points:
                     continue
                 alpha, shift, low, high = (np.array(column) for column in zip(*points))
-                axis.errorbar(alpha, shift, yerr=[shift - low, high - shift], fmt=style, capsize=3,
-                              label=f"{layer}, {direction} direction")
+                axis.errorbar(
+                    alpha,
+                    shift,
+                    yerr=[shift - low, high - shift],
+                    fmt=style,
+                    capsize=3,
+                    label=f"{layer}, {direction} direction",
+                )
         axis.axhline(0, color="grey", linewidth=0.8)
-        axis.set(xlabel=f"alpha (units of {label})", ylabel="paddle offset from the ball, shift (RAM rows)",
-                 title=f"steering along the probe of {label}")
+        axis.set(
+            xlabel=f"alpha (units of {label})",
+            ylabel="paddle offset from the ball, shift (RAM rows)",
+            title=f"steering along the probe of {label}",
+        )
         axis.grid(alpha=0.3)
         if axis.get_legend_handles_labels()[0]:
             axis.legend(fontsize=7)

@@ -25,26 +25,65 @@ paddle is `player`, the right one `enemy` (heights, x bytes and scores swap), an
 mirrored on the 160-pixel screen (the 2-pixel ball is drawn at column x - 49, so mirrored it is at
 column 207 - x: in RAM units, 256 - x), its horizontal velocity negated.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from pongrl.game import (RAM_BALL_X, RAM_BALL_Y, RAM_LEFT_PADDLE_X, RAM_LEFT_PADDLE_Y, RAM_RIGHT_PADDLE_X,
-                         RAM_RIGHT_PADDLE_Y, RAM_SCORE_LEFT, RAM_SCORE_RIGHT)
+from pongrl.game import (
+    RAM_BALL_X,
+    RAM_BALL_Y,
+    RAM_LEFT_PADDLE_X,
+    RAM_LEFT_PADDLE_Y,
+    RAM_RIGHT_PADDLE_X,
+    RAM_RIGHT_PADDLE_Y,
+    RAM_SCORE_LEFT,
+    RAM_SCORE_RIGHT,
+)
 
 # AtariARI's names for the RAM bytes (player = the agent, right paddle; enemy = the left paddle).
-RAM_LABELS = {"player_y": RAM_RIGHT_PADDLE_Y, "player_x": RAM_RIGHT_PADDLE_X, "enemy_y": RAM_LEFT_PADDLE_Y,
-              "enemy_x": RAM_LEFT_PADDLE_X, "ball_x": RAM_BALL_X, "ball_y": RAM_BALL_Y,
-              "player_score": RAM_SCORE_RIGHT, "enemy_score": RAM_SCORE_LEFT}
+RAM_LABELS = {
+    "player_y": RAM_RIGHT_PADDLE_Y,
+    "player_x": RAM_RIGHT_PADDLE_X,
+    "enemy_y": RAM_LEFT_PADDLE_Y,
+    "enemy_x": RAM_LEFT_PADDLE_X,
+    "ball_x": RAM_BALL_X,
+    "ball_y": RAM_BALL_Y,
+    "player_score": RAM_SCORE_RIGHT,
+    "enemy_score": RAM_SCORE_LEFT,
+}
 DERIVED_LABELS = ("ball_vx", "ball_vy", "ball_in_play", "ball_toward_player")
 STEP_LABELS = tuple(RAM_LABELS) + DERIVED_LABELS  # read at every step (read_labels)
 PREDICTIVE_LABELS = ("landing_y", "steps_to_landing", "wins_point", "enemy_contact_y")
 LABELS = STEP_LABELS + PREDICTIVE_LABELS
 UNDEFINED = -1  # a predictive label's value where the future does not hold it: such frames are left out of its probe
 # Scored by R^2 as well as by AtariARI's classification F1: quantities on a scale.
-REGRESSION_LABELS = ("player_y", "enemy_y", "ball_x", "ball_y", "ball_vx", "ball_vy", "landing_y", "steps_to_landing",
-                     "enemy_contact_y")
+REGRESSION_LABELS = (
+    "player_y",
+    "enemy_y",
+    "ball_x",
+    "ball_y",
+    "ball_vx",
+    "ball_vy",
+    "landing_y",
+    "steps_to_landing",
+    "enemy_contact_y",
+)
+# Their bytes read 0 while the ball is out of play (and the velocities 0 on the step it comes back), so a probe
+# over all frames would mix "is the ball in play" (its own label) with "where is it": their R^2 is fitted and
+# scored on in-play frames.
+IN_PLAY_LABELS = ("ball_x", "ball_y", "ball_vx", "ball_vy")
 PADDLE_REACH_X = 185  # from the agent's side, RAM units
+
+
+def scored_frames(name: str, values: np.ndarray, in_play: np.ndarray | None) -> np.ndarray:
+    """Which frames a label's R^2 probe is fitted and scored on: where a predictive label is defined, where the
+    ball is in play for the ball's position and velocity (`in_play`: the ball_in_play label), else all."""
+    if name in PREDICTIVE_LABELS:
+        return np.asarray(values) != UNDEFINED
+    if name in IN_PLAY_LABELS:
+        return np.asarray(in_play, bool)
+    return np.ones(len(values), bool)
 
 
 MIRROR_SWAPS = (("player_y", "enemy_y"), ("player_x", "enemy_x"), ("player_score", "enemy_score"))
