@@ -15,6 +15,9 @@ matches, the ratings, the tables and the chart, each step a function of its own 
 Matches are cached in `OUT/matches.jsonl` by (the two checkpoints' SHA-256, seed, games, sampling,
 frame cap, serve assist, two-player game variation): adding checkpoints plays only the new pairs,
 and an interrupted league keeps every finished match (each is appended and flushed as it finishes).
+
+About 500 lines on purpose: the schedule, the cache that lets a league grow, the parallel matches and the rating
+fit are one contract on one file of matches.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """`pongrl eval`, `duel`, `league`, `video` and `play`: the commands that play games, and the flags
 that rule a game (sticky actions against the built-in AI; the frame cap, serve assist and game variation
 between two agents).
+
+A little over 400 lines on purpose: these commands share the flags that rule a game and their checks, and
+splitting them would copy those.
 """
 
 from __future__ import annotations

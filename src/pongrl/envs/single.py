@@ -15,6 +15,9 @@ Two implementations share the protocol:
 Both are public through Gymnasium, registered when `pongrl` is imported:
 `gymnasium.make("pongrl/Pong-v0")` is `PongEnv` (on `PongGame`), and
 `gymnasium.make_vec("pongrl/Pong-v0", num_envs=N)` is `make_pong_vector_env` (the trainer's env).
+
+A little over 400 lines on purpose: the single-player game and every way it is driven (one game, the vector envs
+of training, the driver of the game runner) share its preprocessing, starts and sticky actions here, once.
 """
 
 from __future__ import annotations

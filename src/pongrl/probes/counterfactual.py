@@ -80,7 +80,8 @@ def counterfactuals(
     """One row (COLUMNS) per move, over `states` states of the agent's greedy games against the built-in AI."""
     from pongrl.agent import as_agent
     from pongrl.envs.single import PongGame
-    from pongrl.probes.intervene import _interval, fit_direction, policy
+    from pongrl.probes.directions import fit_direction
+    from pongrl.probes.effects import kl_divergence, mean_interval
 
     if states <= 0 or steps_after <= 0:
         raise PongrlError("--states and --steps-after must be positive")
@@ -143,10 +144,9 @@ def counterfactuals(
         for move in moves:
             moved_reading, _, moved_preferences, _, _ = open_loop[move]
             _, moved_paddle, *_ = branch(move)
-            p, q = policy(moved_preferences[None])[0], policy(preferences[None])[0]
             found[move]["reading"].append(moved_reading - reading)
             found[move]["paddle"].append(moved_paddle - paddle)
-            found[move]["kl"].append(float(np.sum(p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-300))))))
+            found[move]["kl"].append(float(kl_divergence(moved_preferences[None], preferences[None])[0]))
             found[move]["changed"].append(float(moved_preferences.argmax() != preferences.argmax()))
         game.ale.restoreState(state)
         game.views = views
@@ -155,7 +155,7 @@ def counterfactuals(
             progress(1)
     rows = []
     for move in moves:
-        reading, paddle, kl = (_interval(found[move][key]) for key in ("reading", "paddle", "kl"))
+        reading, paddle, kl = (mean_interval(found[move][key]) for key in ("reading", "paddle", "kl"))
         rows.append(
             {
                 "agent": agent.name,

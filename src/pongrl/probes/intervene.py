@@ -2,12 +2,8 @@
 the network while it plays the built-in AI, and watch what its behaviour does.
 
 A direction is a linear probe of one label on one layer (the torso's conv1, conv2, ... or fc, after the ReLU),
-fitted here on a collect of the same agent (`pongrl probe collect`): a ridge regression on the collect's
-standardized features, its penalty chosen on held-out train games, its R^2 measured on test games (whole games,
-as `probe fit` splits them). Ball positions and velocities are fitted on in-play frames only (their RAM bytes
-read 0 while the ball is out of play), predictive labels where they are defined. The probe reads the label as
-y = h . w + b on the layer's activations h (a wide layer stored through the collect's fixed random projection P
-gives w = P w_stored), so:
+fitted on a collect of the same agent (`pongrl probe collect`; see `pongrl.probes.directions`). The probe reads
+the label as y = h . w + b on the layer's activations h, so:
 - steer by alpha: h + alpha w / |w|^2, which moves the probe's reading by exactly alpha units of the label
   (alpha = +10 on ball_y: "the ball is 10 rows lower than it is");
 - ablate: remove the component along u = w / |w| (h - (h . u) u), or replace it by its mean over the collect
@@ -32,14 +28,14 @@ from __future__ import annotations
 
 import csv
 import os
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from pongrl.errors import PongrlError
 from pongrl.game import RAM_BALL_Y, RAM_RIGHT_PADDLE_Y
-from pongrl.probes.labels import IN_PLAY_LABELS, REGRESSION_LABELS, scored_frames
+from pongrl.probes.directions import fit_direction
+from pongrl.probes.effects import kl_divergence, mean_interval
 
 KINDS = ("steer", "ablate", "mean-ablate")
 DIRECTIONS = ("probe", "random")
@@ -71,23 +67,6 @@ COLUMNS = [
 ]
 
 
-@dataclass
-class Direction:
-    """A probe's direction in a layer's full activation space: the label reads as h . weights + intercept."""
-
-    layer: str
-    label: str
-    weights: np.ndarray  # (width,) float64
-    mean_reading: float  # mean of h . unit over the collect's frames (mean ablation puts it back)
-    r2: float  # on the test games
-    frames: int
-    activation_norm: float  # the layer's mean |h| over the collect's frames, to size an edit against
-
-    @property
-    def unit(self) -> np.ndarray:
-        return self.weights / np.linalg.norm(self.weights)
-
-
 def steerable_layers(agent) -> dict[str, int]:
     """The layers an intervention can edit, by their probe names, with their places in the torso that chooses
     the actions (`agent.policy_parts()`): the ReLU after each convolution (conv1, ...) and after the fully
@@ -103,91 +82,6 @@ def steerable_layers(agent) -> dict[str, int]:
                 layers["fc"] = position
         before = module
     return layers
-
-
-def _collect_index(data, agent) -> int:
-    """The collect's index of `agent` (by its file's hash, else its name)."""
-    from pongrl.arena import file_sha256
-
-    sha256 = file_sha256(agent.path) if getattr(agent, "path", "") and os.path.isfile(agent.path) else ""
-    for index, entry in enumerate(data.settings["agents"]):
-        if (sha256 and entry.get("sha256") == sha256) or entry.get("name") == agent.name:
-            return index
-    names = ", ".join(entry["name"] for entry in data.settings["agents"])
-    raise PongrlError(
-        f"{data.out_dir}: no probe of {agent.name} there (it recorded {names}); "
-        "collect this agent first (pongrl probe collect AGENT --out DIR)"
-    )
-
-
-def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0) -> Direction:
-    """The probe of `label` on `layer` of `agent`, fitted on the collect in `collect_dir` (module docstring)."""
-    from sklearn.linear_model import Ridge
-
-    from pongrl.probes.collect import projection
-    from pongrl.probes.fit import RIDGE_ALPHAS, VALIDATION_FRACTION, ProbeData, split_games
-
-    data = ProbeData(collect_dir)
-    index = _collect_index(data, agent)
-    if label not in REGRESSION_LABELS or label not in data.labels:
-        raise PongrlError(
-            f"no probe of {label!r} to steer along: a direction needs a label on a scale that the "
-            f"collect recorded ({', '.join(name for name in REGRESSION_LABELS if name in data.labels)})"
-        )
-    if layer not in data.layers.get(index, []):
-        raise PongrlError(f"{collect_dir}: no layer {layer!r} recorded for {agent.name}")
-    train_games, test_games = split_games(data.frames_of, seed)
-    held_out = set(train_games[::-1][: max(1, int(round(VALIDATION_FRACTION * len(train_games))))])
-
-    def read(games):
-        x = data.read(f"agents/{index}/{layer}", games).astype(np.float64)
-        y = data.read(f"labels/{label}", games).astype(np.float64)
-        in_play = data.read("labels/ball_in_play", games) if label in IN_PLAY_LABELS else None
-        keep = scored_frames(label, y, in_play)
-        game_of = np.concatenate([np.full(data.frames_of[game], game) for game in games])
-        return x[keep], y[keep], game_of[keep]
-
-    x_train, y_train, train_game_of = read(train_games)
-    x_test, y_test, _ = read(test_games)
-    if len(y_train) < 50 or len(y_test) < 10:
-        raise PongrlError(
-            f"{collect_dir}: too few frames hold {label} to fit its direction "
-            f"({len(y_train)} train, {len(y_test)} test); collect more frames"
-        )
-    mean, std = x_train.mean(0), x_train.std(0)
-    std[std == 0] = 1.0
-
-    def fit(alpha, rows):
-        return Ridge(alpha=alpha * rows.sum() / 1000).fit((x_train[rows] - mean) / std, y_train[rows])
-
-    validation = np.isin(train_game_of, list(held_out))
-    every = np.ones(len(y_train), bool)
-    alpha = 1.0
-    if validation.any() and (~validation).any():
-        errors = [
-            np.mean((fit(a, ~validation).predict((x_train[validation] - mean) / std) - y_train[validation]) ** 2)
-            for a in RIDGE_ALPHAS
-        ]
-        alpha = RIDGE_ALPHAS[int(np.argmin(errors))]
-    model = fit(alpha, every)
-    predicted = model.predict((x_test - mean) / std)
-    r2 = 1 - np.sum((predicted - y_test) ** 2) / max(np.sum((y_test - y_test.mean()) ** 2), 1e-12)
-    stored_weights = model.coef_ / std  # the reading is x_stored . stored_weights + a constant
-    width = _layer_width(agent, layer)
-    matrix = projection(layer, width) if data.settings.get("reduced_width") else None
-    if matrix is not None and stored_weights.shape[0] != width:
-        weights = matrix.double().numpy() @ stored_weights
-    else:
-        weights = stored_weights
-    mean_reading = float(np.mean(x_train @ stored_weights) / np.linalg.norm(weights))
-    # The projection keeps norms (Johnson-Lindenstrauss), so the stored features' mean norm is the layer's.
-    activation_norm = float(np.linalg.norm(x_train, axis=1).mean())
-    return Direction(layer, label, weights, mean_reading, float(r2), int(len(y_train) + len(y_test)), activation_norm)
-
-
-def _layer_width(agent, layer: str) -> int:
-    shape = (1, 4, 84, 84) if agent.obs_profile == "standard" else (1, 84, 84, 4)
-    return agent.layers(np.zeros(shape, np.uint8))[layer].shape[1]
 
 
 class LayerEdits:
@@ -250,13 +144,6 @@ class EditedNetwork:
         return base.numpy(), perturbed.numpy()
 
 
-def policy(preferences: np.ndarray) -> np.ndarray:
-    """Action probabilities from preferences (a policy's logits, or Q-values read as a Boltzmann policy)."""
-    shifted = preferences.astype(np.float64) - preferences.max(axis=1, keepdims=True)
-    probabilities = np.exp(shifted)
-    return probabilities / probabilities.sum(axis=1, keepdims=True)
-
-
 class InterveningPlayer:
     """The agent at the right paddle, each game under its condition's edit (`game_edits[game]`: (layer, index
     in that layer's LayerEdits) or None): acts greedily on the perturbed preferences, and records per game the
@@ -274,27 +161,13 @@ class InterveningPlayer:
         base, perturbed = self.network.preferences(observations, edits)
         edited = [row for row, edit in enumerate(edits) if edit is not None]
         if edited:
-            p, q = policy(perturbed[edited]), policy(base[edited])
-            kl = np.sum(p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-300))), axis=1)
+            kl = kl_divergence(perturbed[edited], base[edited])
             changed = perturbed[edited].argmax(1) != base[edited].argmax(1)
             for row, row_kl, row_changed in zip(edited, kl, changed):
                 game = self.games_now[row]
                 self.kl[game].append(float(row_kl))
                 self.changed[game].append(bool(row_changed))
         return perturbed.argmax(1)
-
-
-def _interval(values) -> tuple[float, float, float]:
-    """Mean and its 95% interval (Student's t) over games."""
-    from scipy import stats
-
-    values = np.asarray([v for v in values if np.isfinite(v)], np.float64)
-    if len(values) == 0:
-        return float("nan"), float("nan"), float("nan")
-    if len(values) == 1:
-        return float(values[0]), float("nan"), float("nan")
-    half = float(stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
-    return float(values.mean()), float(values.mean() - half), float(values.mean() + half)
 
 
 def play_conditions(
@@ -409,7 +282,7 @@ def intervene(
         played.append((layer, len(edits_of_layer[layer]) - 1))
     network = EditedNetwork(agent, {layer: LayerEdits(edits) for layer, edits in edits_of_layer.items()})
     results = play_conditions(network, played, games, seed, sticky_actions, progress=progress)
-    baseline, base_offset = results[0], _interval(results[0]["offsets"])
+    baseline, base_offset = results[0], mean_interval(results[0]["offsets"])
     rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, base_offset)]
     for (layer, label, kind, direction, alpha), result in zip(conditions, results[1:]):
         found_direction = found[(layer, label)]
@@ -425,15 +298,15 @@ def intervene(
 
 
 def _row(agent, layer, label, r2, kind, direction, alpha, edit_size, games, result, base_offset) -> dict:
-    score = _interval(result["scores"])
-    offset = _interval(result["offsets"])
+    score = mean_interval(result["scores"])
+    offset = mean_interval(result["offsets"])
     shift_half = (
         np.sqrt(max(offset[2] - offset[0], 0) ** 2 + max(base_offset[2] - base_offset[0], 0) ** 2)
         if np.isfinite(offset[2]) and np.isfinite(base_offset[2])
         else float("nan")
     )
     shift = offset[0] - base_offset[0]
-    kl = _interval(result["kl"])
+    kl = mean_interval(result["kl"])
     return {
         "agent": agent.name,
         "layer": layer,
@@ -454,7 +327,7 @@ def _row(agent, layer, label, r2, kind, direction, alpha, edit_size, games, resu
         "kl": kl[0],
         "kl_low": kl[1],
         "kl_high": kl[2],
-        "action_change": _interval(result["changed"])[0],
+        "action_change": mean_interval(result["changed"])[0],
     }
 
 

@@ -1,0 +1,121 @@
+"""A probe's direction in a layer's activations, fitted on a collect of the agent: what `probe intervene` moves
+or removes inside the network, and what `probe counterfactual` reads while the world is edited.
+
+The probe is a ridge regression of one label on the layer's standardized features, its penalty chosen on held-out
+train games, its R^2 measured on test games (whole games, as `probe fit` splits them); ball positions and
+velocities on in-play frames only (their RAM bytes read 0 while the ball is out of play), predictive labels
+where they are defined. It reads the label as y = h . w + b on the layer's activations h; a wide layer stored
+through the collect's fixed random projection P gives w = P w_stored.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from pongrl.errors import PongrlError
+from pongrl.probes.labels import IN_PLAY_LABELS, REGRESSION_LABELS, scored_frames
+
+
+@dataclass
+class Direction:
+    """A probe's direction in a layer's full activation space: the label reads as h . weights + intercept."""
+
+    layer: str
+    label: str
+    weights: np.ndarray  # (width,) float64
+    mean_reading: float  # mean of h . unit over the collect's frames (mean ablation puts it back)
+    r2: float  # on the test games
+    frames: int
+    activation_norm: float  # the layer's mean |h| over the collect's frames, to size an edit against
+
+    @property
+    def unit(self) -> np.ndarray:
+        return self.weights / np.linalg.norm(self.weights)
+
+
+def _collect_index(data, agent) -> int:
+    """The collect's index of `agent` (by its file's hash, else its name)."""
+    from pongrl.arena import file_sha256
+
+    sha256 = file_sha256(agent.path) if getattr(agent, "path", "") and os.path.isfile(agent.path) else ""
+    for index, entry in enumerate(data.settings["agents"]):
+        if (sha256 and entry.get("sha256") == sha256) or entry.get("name") == agent.name:
+            return index
+    names = ", ".join(entry["name"] for entry in data.settings["agents"])
+    raise PongrlError(
+        f"{data.out_dir}: no probe of {agent.name} there (it recorded {names}); "
+        "collect this agent first (pongrl probe collect AGENT --out DIR)"
+    )
+
+
+def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0) -> Direction:
+    """The probe of `label` on `layer` of `agent`, fitted on the collect in `collect_dir` (module docstring)."""
+    from sklearn.linear_model import Ridge
+
+    from pongrl.probes.collect import projection
+    from pongrl.probes.fit import RIDGE_ALPHAS, VALIDATION_FRACTION, ProbeData, split_games
+
+    data = ProbeData(collect_dir)
+    index = _collect_index(data, agent)
+    if label not in REGRESSION_LABELS or label not in data.labels:
+        raise PongrlError(
+            f"no probe of {label!r} to steer along: a direction needs a label on a scale that the "
+            f"collect recorded ({', '.join(name for name in REGRESSION_LABELS if name in data.labels)})"
+        )
+    if layer not in data.layers.get(index, []):
+        raise PongrlError(f"{collect_dir}: no layer {layer!r} recorded for {agent.name}")
+    train_games, test_games = split_games(data.frames_of, seed)
+    held_out = set(train_games[::-1][: max(1, int(round(VALIDATION_FRACTION * len(train_games))))])
+
+    def read(games):
+        x = data.read(f"agents/{index}/{layer}", games).astype(np.float64)
+        y = data.read(f"labels/{label}", games).astype(np.float64)
+        in_play = data.read("labels/ball_in_play", games) if label in IN_PLAY_LABELS else None
+        keep = scored_frames(label, y, in_play)
+        game_of = np.concatenate([np.full(data.frames_of[game], game) for game in games])
+        return x[keep], y[keep], game_of[keep]
+
+    x_train, y_train, train_game_of = read(train_games)
+    x_test, y_test, _ = read(test_games)
+    if len(y_train) < 50 or len(y_test) < 10:
+        raise PongrlError(
+            f"{collect_dir}: too few frames hold {label} to fit its direction "
+            f"({len(y_train)} train, {len(y_test)} test); collect more frames"
+        )
+    mean, std = x_train.mean(0), x_train.std(0)
+    std[std == 0] = 1.0
+
+    def fit(alpha, rows):
+        return Ridge(alpha=alpha * rows.sum() / 1000).fit((x_train[rows] - mean) / std, y_train[rows])
+
+    validation = np.isin(train_game_of, list(held_out))
+    every = np.ones(len(y_train), bool)
+    alpha = 1.0
+    if validation.any() and (~validation).any():
+        errors = [
+            np.mean((fit(a, ~validation).predict((x_train[validation] - mean) / std) - y_train[validation]) ** 2)
+            for a in RIDGE_ALPHAS
+        ]
+        alpha = RIDGE_ALPHAS[int(np.argmin(errors))]
+    model = fit(alpha, every)
+    predicted = model.predict((x_test - mean) / std)
+    r2 = 1 - np.sum((predicted - y_test) ** 2) / max(np.sum((y_test - y_test.mean()) ** 2), 1e-12)
+    stored_weights = model.coef_ / std  # the reading is x_stored . stored_weights + a constant
+    width = _layer_width(agent, layer)
+    matrix = projection(layer, width) if data.settings.get("reduced_width") else None
+    if matrix is not None and stored_weights.shape[0] != width:
+        weights = matrix.double().numpy() @ stored_weights
+    else:
+        weights = stored_weights
+    mean_reading = float(np.mean(x_train @ stored_weights) / np.linalg.norm(weights))
+    # The projection keeps norms (Johnson-Lindenstrauss), so the stored features' mean norm is the layer's.
+    activation_norm = float(np.linalg.norm(x_train, axis=1).mean())
+    return Direction(layer, label, weights, mean_reading, float(r2), int(len(y_train) + len(y_test)), activation_norm)
+
+
+def _layer_width(agent, layer: str) -> int:
+    shape = (1, 4, 84, 84) if agent.obs_profile == "standard" else (1, 84, 84, 4)
+    return agent.layers(np.zeros(shape, np.uint8))[layer].shape[1]
