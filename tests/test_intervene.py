@@ -168,6 +168,7 @@ def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, 
         (["--layer", "fc", "--label", "player_score"], "no probe of 'player_score'"),
         (["--layer", "fc", "--label", "ball_y", "--alpha", "up"], "expected a"),
         (["--layer", "fc", "--label", "ball_y", "--kind", "twist"], "--kind must be one of"),
+        (["--layer", "fc", "--label", "ball_y", "--sticky-actions", "1.5"], "--sticky-actions must be in [0, 1)"),
     ],
 )
 def test_bad_intervene_input_is_one_line_and_leaves_earlier_results(collect_dir, tmp_path, capsys, args, message):

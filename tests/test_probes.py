@@ -581,3 +581,19 @@ def test_the_balls_position_is_probed_on_in_play_frames(tmp_path):
     y_train = data.read("labels/ball_y", train).astype(np.float64)[:, None]
     y_test = data.read("labels/ball_y", test).astype(np.float64)[:, None]
     assert ridge_r2(x_train, y_train, x_test, y_test)[0] < 0.6  # over all frames
+
+
+def test_without_classifiers_of_scales_the_balls_labels_get_their_r2_alone():
+    """`probe across` leaves out the classifiers of labels on a scale, the ball's in-play ones too."""
+    from pongrl.probes.fit import probe_layer
+
+    rng = np.random.default_rng(2)
+    frames = 300
+    x_train, x_test = rng.normal(size=(2, frames, 8)).astype(np.float32)
+
+    def labels():
+        in_play = rng.random(frames) < 0.7
+        return {"ball_y": np.where(in_play, rng.integers(40, 200, frames), 0), "ball_in_play": in_play.astype(int)}
+
+    rows = probe_layer(x_train, x_test, labels(), labels(), rng.permutation(frames), ["ball_y", "ball_in_play"], False)
+    assert sorted((row["label"], row["metric"]) for row in rows) == [("ball_in_play", "f1"), ("ball_y", "r2")]

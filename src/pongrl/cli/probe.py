@@ -276,8 +276,6 @@ def _across(args) -> int:
 def _intervene(args) -> int:
     from pongrl.probes.intervene import describe, intervene, write_results
 
-    if not 0.0 <= args.sticky_actions < 1.0:
-        raise PongrlError(f"--sticky-actions must be in [0, 1), got {args.sticky_actions}")
     out = args.out or os.path.join(args.probes, "intervene")
     if os.path.exists(out) and not os.path.isdir(out):
         raise PongrlError(f"--out {out}: not a folder")

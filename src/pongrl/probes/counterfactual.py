@@ -26,6 +26,7 @@ import numpy as np
 
 from pongrl.errors import PongrlError
 from pongrl.game import RAM_BALL_X, RAM_BALL_Y, RAM_RIGHT_PADDLE_Y
+from pongrl.probes.effects import EFFECT_COLUMNS
 
 MOVABLE = {"ball_y": RAM_BALL_Y, "ball_x": RAM_BALL_X}  # what an edit can move, by its label's name
 # States are taken with the ball in play and away from the walls and paddles, so that a move of a few rows or
@@ -45,13 +46,7 @@ COLUMNS = [
     "reading_shift_low",
     "reading_shift_high",
     "gain",
-    "paddle_shift",
-    "paddle_shift_low",
-    "paddle_shift_high",
-    "kl",
-    "kl_low",
-    "kl_high",
-    "action_change",
+    *EFFECT_COLUMNS,
 ]
 
 

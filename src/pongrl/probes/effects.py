@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+# The columns every edit's row ends with: the paddle's shift from the unedited play, the KL divergence of the
+# policy from the unedited one (each with its 95% interval) and the share of steps whose greedy action changed.
+EFFECT_COLUMNS = ("paddle_shift", "paddle_shift_low", "paddle_shift_high", "kl", "kl_low", "kl_high", "action_change")
+
 
 def policy(preferences: np.ndarray) -> np.ndarray:
     """Action probabilities from preferences (a policy's logits, or Q-values read as a Boltzmann policy)."""

@@ -262,9 +262,9 @@ def split_labels(data: ProbeData, labels: list[str], seed: int = SPLIT_SEED):
     frames the ball's labels are scored on), the control's shuffle of the train frames, and the mask of the train
     frames in held-out train games (whole games, for choosing penalties)."""
     train_games, test_games = split_games(data.frames_of, seed)
-    read = list(labels) + (["ball_in_play"] if set(labels) & set(IN_PLAY_LABELS) else [])
-    y_train = {name: data.read(f"labels/{name}", train_games) for name in dict.fromkeys(read)}
-    y_test = {name: data.read(f"labels/{name}", test_games) for name in dict.fromkeys(read)}
+    read = dict.fromkeys([*labels, *(["ball_in_play"] if set(labels) & set(IN_PLAY_LABELS) else [])])
+    y_train = {name: data.read(f"labels/{name}", train_games) for name in read}
+    y_test = {name: data.read(f"labels/{name}", test_games) for name in read}
     shuffle = np.random.default_rng(seed + 1).permutation(len(next(iter(y_train.values()))))
     rows_of = data.frames_of
     held_out = (
@@ -291,24 +291,15 @@ def probe_layer(
     velocity get their R^2 on in-play frames and their F1 on all frames (AtariARI's protocol: out of play is a
     class); the predictive labels are probed where they are defined."""
     rows = []
-    on_some_frames = [name for name in labels if name in PREDICTIVE_LABELS or name in IN_PLAY_LABELS]
-    for name in on_some_frames:
-        in_play_train, in_play_test = y_train.get("ball_in_play"), y_test.get("ball_in_play")
-        rows.append(
-            _probe_on_frames(
-                name,
-                x_train,
-                x_test,
-                y_train[name],
-                y_test[name],
-                scored_frames(name, y_train[name], in_play_train),
-                scored_frames(name, y_test[name], in_play_test),
-                seed,
-                validation,
-            )
-        )
+    # Each predictive label is defined on frames of its own; the ball's labels share the in-play frames, one fit.
+    groups = [[name] for name in labels if name in PREDICTIVE_LABELS]
+    groups += [[name for name in labels if name in IN_PLAY_LABELS]]
+    for names in [group for group in groups if group]:
+        train_rows = scored_frames(names[0], y_train[names[0]], y_train.get("ball_in_play"))
+        test_rows = scored_frames(names[0], y_test[names[0]], y_test.get("ball_in_play"))
+        rows += _probe_on_frames(names, x_train, x_test, y_train, y_test, train_rows, test_rows, seed, validation)
     labels = [name for name in labels if name not in PREDICTIVE_LABELS]
-    regression = [name for name in labels if name in REGRESSION_LABELS and name not in on_some_frames]
+    regression = [name for name in labels if name in REGRESSION_LABELS and name not in IN_PLAY_LABELS]
     if regression:
         targets_train = np.stack([y_train[name] for name in regression], 1).astype(np.float64)
         targets_test = np.stack([y_test[name] for name in regression], 1).astype(np.float64)
@@ -318,7 +309,7 @@ def probe_layer(
             {"label": name, "metric": "r2", "score": score, "control": control, "selectivity": score - control}
             for name, score, control in zip(regression, scores, controls)
         ]
-    classified = labels if classify_scales else [name for name in labels if name not in regression]
+    classified = labels if classify_scales else [name for name in labels if name not in REGRESSION_LABELS]
     # Each label and its control (the labels shuffled) are two probes of one joint fit.
     scores = classifier_f1s(
         x_train,
@@ -339,31 +330,41 @@ def probe_layer(
 MIN_DEFINED_FRAMES = 20  # a label scored on fewer train (or 2 test) frames gets no score
 
 
-def _probe_on_frames(name: str, x_train, x_test, y_train, y_test, train_rows, test_rows, seed: int, validation) -> dict:
-    """One label's probe and control on some frames only (`train_rows`, `test_rows`): R^2 for a quantity, F1
-    for the point's outcome; NaN when too few frames hold it."""
-    metric = "r2" if name in REGRESSION_LABELS else "f1"
+def _probe_on_frames(
+    names: list[str], x_train, x_test, y_train: dict, y_test: dict, train_rows, test_rows, seed: int, validation
+) -> list[dict]:
+    """The probes and controls of labels scored on the same frames only (`train_rows`, `test_rows`), fitted
+    jointly: R^2 for quantities, F1 for the point's outcome; NaN when too few frames hold them."""
+    metric = "r2" if names[0] in REGRESSION_LABELS else "f1"
+    count = len(names)
     if train_rows.sum() < MIN_DEFINED_FRAMES or test_rows.sum() < 2:
-        score = control = float("nan")
+        scores = controls = [float("nan")] * count
     else:
-        x_fit, y_fit, x_score, y_score = x_train[train_rows], y_train[train_rows], x_test[test_rows], y_test[test_rows]
+        x_fit, x_score = x_train[train_rows], x_test[test_rows]
+        y_fit = np.stack([y_train[name][train_rows] for name in names], 1)
+        y_score = np.stack([y_test[name][test_rows] for name in names], 1)
         shuffled = y_fit[np.random.default_rng(seed + 1).permutation(len(y_fit))]
         if metric == "r2":
             held_out = validation[train_rows] if validation is not None else None
-            targets = np.stack([y_fit, shuffled], 1).astype(np.float64)
-            score, control = ridge_r2(
-                x_fit, targets, x_score, np.stack([y_score, y_score], 1).astype(np.float64), held_out
-            )
+            targets = np.concatenate([y_fit, shuffled], 1).astype(np.float64)
+            truths = np.concatenate([y_score, y_score], 1).astype(np.float64)
+            found = ridge_r2(x_fit, targets, x_score, truths, held_out)
+            scores, controls = found[:count], found[count:]
         else:
-            f1 = classifier_f1s(x_fit, {False: y_fit, True: shuffled}, x_score, {False: y_score, True: y_score}, seed)
-            score, control = f1[False], f1[True]
-    return {
-        "label": name,
-        "metric": metric,
-        "score": float(score),
-        "control": float(control),
-        "selectivity": float(score - control),
-    }
+            fits = {(k, False): y_fit[:, k] for k in range(count)} | {(k, True): shuffled[:, k] for k in range(count)}
+            truths = {(k, control): y_score[:, k] for k in range(count) for control in (False, True)}
+            f1 = classifier_f1s(x_fit, fits, x_score, truths, seed)
+            scores, controls = [f1[(k, False)] for k in range(count)], [f1[(k, True)] for k in range(count)]
+    return [
+        {
+            "label": name,
+            "metric": metric,
+            "score": float(score),
+            "control": float(control),
+            "selectivity": float(score - control),
+        }
+        for name, score, control in zip(names, scores, controls)
+    ]
 
 
 def chosen_layers(

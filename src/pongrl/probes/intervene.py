@@ -35,7 +35,7 @@ import torch
 from pongrl.errors import PongrlError
 from pongrl.game import RAM_BALL_Y, RAM_RIGHT_PADDLE_Y
 from pongrl.probes.directions import fit_direction
-from pongrl.probes.effects import kl_divergence, mean_interval
+from pongrl.probes.effects import EFFECT_COLUMNS, kl_divergence, mean_interval
 
 KINDS = ("steer", "ablate", "mean-ablate")
 DIRECTIONS = ("probe", "random")
@@ -57,13 +57,7 @@ COLUMNS = [
     "score_low",
     "score_high",
     "paddle_offset",
-    "paddle_shift",
-    "paddle_shift_low",
-    "paddle_shift_high",
-    "kl",
-    "kl_low",
-    "kl_high",
-    "action_change",
+    *EFFECT_COLUMNS,
 ]
 
 
@@ -256,6 +250,8 @@ def intervene(
         raise PongrlError("every --alpha must be a finite number")
     if games <= 0:
         raise PongrlError(f"the number of games must be positive, got {games}")
+    if not 0.0 <= sticky_actions < 1.0:
+        raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
     found = {(layer, label): fit_direction(collect_dir, agent, layer, label) for layer in layers for label in labels}
     conditions = [
         (layer, label, kind, direction, alpha)
@@ -266,7 +262,7 @@ def intervene(
         for alpha in (alphas if kind == "steer" else [0.0])
     ]
     rng = np.random.default_rng(RANDOM_DIRECTION_SEED)
-    random_units, edits_of_layer, played = {}, {layer: [] for layer in layers}, [None]
+    random_units, edits_of_layer, edit_of_condition = {}, {layer: [] for layer in layers}, [None]
     for layer, label, kind, direction, alpha in conditions:
         found_direction = found[(layer, label)]
         if layer not in random_units:
@@ -279,9 +275,9 @@ def intervene(
         else:  # a random direction's mean reading is unknown: its mean ablation is a plain ablation
             vector, mean = unit, (found_direction.mean_reading if direction == "probe" else 0.0)
         edits_of_layer[layer].append((kind, vector, mean))
-        played.append((layer, len(edits_of_layer[layer]) - 1))
+        edit_of_condition.append((layer, len(edits_of_layer[layer]) - 1))
     network = EditedNetwork(agent, {layer: LayerEdits(edits) for layer, edits in edits_of_layer.items()})
-    results = play_conditions(network, played, games, seed, sticky_actions, progress=progress)
+    results = play_conditions(network, edit_of_condition, games, seed, sticky_actions, progress=progress)
     baseline, base_offset = results[0], mean_interval(results[0]["offsets"])
     rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, base_offset)]
     for (layer, label, kind, direction, alpha), result in zip(conditions, results[1:]):
