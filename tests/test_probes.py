@@ -284,6 +284,67 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
     code, _, err = run(["probe", "across", str(tmp_path / "nothing"), "--out", out], capsys)
     assert code == 1 and "not a run directory with checkpoints" in err
 
+    # Then steered: every checkpoint plays the built-in AI with its fc's ball_y direction moved by -10 and +10
+    # rows and a random direction of the same size; the steering response of each is drawn against env steps.
+    steer = ["--intervene-layer", "fc", "--intervene-label", "ball_y", "--alpha", "-10", "10", "--games", "1"]
+    study = ["probe", "across", run_dir, "--out", out, "--frames", "1700", "--layers", "fc", "--labels", "ball_y"]
+    code, stdout, err = run([*study, "--allow-small-test", *steer], capsys)
+    assert code == 0, err
+    steered = list(csv.DictReader(open(os.path.join(out, "intervene.csv"))))
+    # per checkpoint: the unperturbed games, then 2 alphas x (probe, random)
+    assert len(steered) == 3 * (1 + 2 * 2)
+    assert sorted({int(row["env_step"]) for row in steered}) == [200, 400, 600]
+    assert {row["agent"] for row in steered} == {"dqn@200", "dqn@400", "dqn@600"}
+    assert stdout.count("paddle rows per unit") == 3 * 2  # a response per checkpoint and direction
+    assert os.path.getsize(os.path.join(out, "used.png")) > 10_000
+    before = open(os.path.join(out, "intervene.csv")).read()
+    # Run again: nothing is played twice; with other settings: refused in one line, the table kept.
+    code, _, err = run([*study, "--allow-small-test", *steer], capsys)
+    assert code == 0, err
+    assert open(os.path.join(out, "intervene.csv")).read() == before
+    code, _, err = run([*study, "--allow-small-test", *steer[:-1], "2"], capsys)
+    assert code == 1 and "other settings" in err and err.count("\n") == 1, err
+    assert open(os.path.join(out, "intervene.csv")).read() == before
+    for bad, says in (
+        (["--intervene-layer", "fc"], "go together"),
+        ([*steer[:4], "--alpha", "5", "5"], "two different --alpha"),
+        (["--intervene-layer", "conv9", "--intervene-label", "ball_y"], "no layer 'conv9'"),
+    ):
+        code, _, err = run([*study, "--allow-small-test", *bad], capsys)
+        assert code == 1 and says in err and err.count("\n") == 1, (bad, err)
+
+
+def test_the_steering_response_is_the_slope_of_the_paddle_over_alpha():
+    # Offsets planted at 3 + 0.5 alpha for the probe's direction and flat for the random one: slopes 0.5 and 0,
+    # each interval around it, from the conditions' own intervals.
+    from pongrl.probes.across import steering_response
+
+    def row(direction, alpha, offset, half):
+        return {
+            "run": "r",
+            "env_step": 100,
+            "agent": "r@100",
+            "layer": "fc",
+            "label": "landing_y",
+            "direction": direction,
+            "kind": "steer",
+            "alpha": alpha,
+            "probe_r2": 0.5,
+            "paddle_offset": offset,
+            "paddle_offset_low": offset - half,
+            "paddle_offset_high": offset + half,
+        }
+
+    rows = [row("probe", a, 3 + 0.5 * a, 2.0) for a in (-20, -10, 10, 20)]
+    rows += [row("random", a, 3.0, 2.0) for a in (-20, 20)]
+    rows.append({**row("none", 0, 3.0, 1.0), "kind": "none"})
+    probe, random = steering_response(rows)
+    assert (probe["direction"], random["direction"]) == ("probe", "random")
+    assert probe["response"] == pytest.approx(0.5) and random["response"] == pytest.approx(0.0)
+    # slope half-width: sqrt(sum(c^2 h^2)) / sum(c^2), c the centred alphas
+    assert probe["response_high"] - probe["response"] == pytest.approx(2.0 * np.sqrt(1000) / 1000)
+    assert random["response_high"] - random["response"] == pytest.approx(2.0 * np.sqrt(800) / 800)
+
 
 def test_the_study_across_a_shipped_series_and_hand_picked_checkpoints(tmp_path, capsys, monkeypatch):
     # A series in the zoo (two self-play networks with cards naming their series) plays; one checkpoint

@@ -54,6 +54,25 @@ def atomic_write_file(path: str, fill: Callable[[str], None]) -> None:
         os.close(directory_fd)
 
 
+def write_csv(path: str, rows: list[dict], columns: list[str], number_format: str = ".6g") -> str:
+    """The rows as a CSV with these columns (floats written with `number_format`), whole or not at all."""
+    import csv
+
+    def fill(temp_path: str) -> None:
+        with open(temp_path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({key: _cell(value, number_format) for key, value in row.items()})
+
+    atomic_write_file(path, fill)
+    return path
+
+
+def _cell(value, number_format: str):
+    return format(value, number_format) if isinstance(value, float) else value
+
+
 def atomic_write(path: str, write: Callable[[Any], None]) -> None:
     """Write through a temp file in the same directory, fsync it, then rename over `path`."""
 

@@ -81,6 +81,18 @@ def add_probe(commands) -> None:
     )
     across.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
     _add_allow_small_test(across)
+    across.add_argument(
+        "--intervene-layer",
+        nargs="+",
+        metavar="L",
+        help="then steer each recorded checkpoint along its probes' directions in these layers (conv1, ..., fc) "
+        "while it plays the built-in AI, beside random directions: intervene.csv and used.png, the steering "
+        "response against env steps (needs --intervene-label)",
+    )
+    across.add_argument(
+        "--intervene-label", nargs="+", metavar="NAME", help="the labels to steer along (ball_y, landing_y, ...)"
+    )
+    _add_steering(across, [-20.0, 20.0])
     intervene = steps.add_parser(
         "intervene",
         help="steer or ablate a probe's direction inside the agent while it "
@@ -111,23 +123,8 @@ def add_probe(commands) -> None:
         help="steer (add alpha units of the label), ablate (remove the direction), mean-ablate "
         "(set it to its mean) (default steer)",
     )
-    intervene.add_argument(
-        "--alpha",
-        nargs="+",
-        type=finite_float,
-        default=[-20.0, -10.0, 10.0, 20.0],
-        metavar="A",
-        help="steering sizes in units of the label, e.g. rows of ball height (default -20 -10 10 20)",
-    )
-    intervene.add_argument("--games", type=positive_int, default=10, help="games per condition (default 10)")
+    _add_steering(intervene, [-20.0, -10.0, 10.0, 20.0])
     intervene.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
-    intervene.add_argument(
-        "--sticky-actions",
-        type=finite_float,
-        default=0.0,
-        metavar="P",
-        help="play the games under sticky actions P (default 0: the exact protocol, starts drawn)",
-    )
     intervene.add_argument(
         "--out", metavar="FOLDER", help="where to write intervene.csv and intervene.png (default DIR/intervene)"
     )
@@ -161,6 +158,27 @@ def add_probe(commands) -> None:
     )
     world.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
     world.add_argument("--out", metavar="FILE", help="the CSV to write (default DIR/counterfactual.csv)")
+
+
+def _add_steering(parser, alphas: list[float]) -> None:
+    """The flags of the games played under an edit: sizes, games per condition, sticky actions."""
+    parser.add_argument(
+        "--alpha",
+        nargs="+",
+        type=finite_float,
+        default=alphas,
+        metavar="A",
+        help="steering sizes in units of the label, e.g. rows of ball height "
+        f"(default {' '.join(f'{alpha:g}' for alpha in alphas)})",
+    )
+    parser.add_argument("--games", type=positive_int, default=10, help="games per condition (default 10)")
+    parser.add_argument(
+        "--sticky-actions",
+        type=finite_float,
+        default=0.0,
+        metavar="P",
+        help="play the games under sticky actions P (default 0: the exact protocol, starts drawn)",
+    )
 
 
 def _add_allow_small_test(parser) -> None:
@@ -250,7 +268,22 @@ def _across(args) -> int:
     from pongrl.probes.collect import collect
     from pongrl.probes.fit import fit, split_summary, write_results
 
+    if bool(args.intervene_layer) != bool(args.intervene_label):
+        raise PongrlError("--intervene-layer and --intervene-label go together: give both, or neither")
     agents = study_agents(args.runs, args.every)
+    if args.intervene_layer:
+        from pongrl.probes.across import check_steering
+
+        check_steering(
+            args.out,
+            agents[0],
+            args.intervene_layer,
+            args.intervene_label,
+            args.alpha,
+            args.games,
+            args.seed,
+            args.sticky_actions,
+        )
     print(
         f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
         file=sys.stderr,
@@ -270,7 +303,35 @@ def _across(args) -> int:
     csv_path, md_path = write_results(rows, args.out)
     chart = plot_across(rows, data.settings["agents"], os.path.join(args.out, "probes.png"))
     print(f"{len(rows)} probes of {len(agents)} checkpoints, {split_summary(rows)}: {csv_path}, {md_path}, {chart}")
+    if args.intervene_layer:
+        _intervene_across(args, len(agents))
     return 0
+
+
+def _intervene_across(args, checkpoints: int) -> None:
+    from pongrl.probes.across import INTERVENE_CSV, intervene_across, plot_used, steering_response
+
+    pairs = len(args.intervene_layer) * len(args.intervene_label)
+    with _progress(checkpoints * (1 + 2 * pairs * len(args.alpha)) * args.games, "game") as bar:
+        rows = intervene_across(
+            args.out,
+            args.intervene_layer,
+            args.intervene_label,
+            args.alpha,
+            args.games,
+            args.seed,
+            args.sticky_actions,
+            bar.update,
+        )
+    responses = steering_response(rows)
+    chart = plot_used(responses, os.path.join(args.out, "used.png"))
+    for row in responses:
+        print(
+            f"{row['run']} {row['env_step']:>10,} {row['layer']} {row['label']} {row['direction']:>6}: "
+            f"{row['response']:+.3f} [{row['response_low']:+.3f}, {row['response_high']:+.3f}] paddle rows per unit"
+            f" (probe R^2 {row['probe_r2']:.2f})"
+        )
+    print(f"steering responses of {checkpoints} checkpoints: {os.path.join(args.out, INTERVENE_CSV)}, {chart}")
 
 
 def _intervene(args) -> int:

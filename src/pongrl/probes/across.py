@@ -11,11 +11,19 @@ with the untrained network's score per layer as a dashed line (one untrained net
 drawn over the steps of the runs that share it). Runs of different algorithms mix: each checkpoint sees
 the shared frames in its own observation profile; the steps axis is logarithmic, as runs of different
 algorithms learn at different scales (a DQN in hundreds of thousands of steps, self-play in millions).
+
+Decodable is not used: `intervene_across` then plays `probe intervene` on every recorded checkpoint (its
+probe's directions fitted on the study's own frames) and `plot_used` draws each direction's steering
+response against the env step, beside the probe's R^2: when does a layer come to hold the landing point,
+and when does the policy start to act on it?
 """
 
 from __future__ import annotations
 
+import json
 import os
+
+import numpy as np
 
 from pongrl import zoo
 from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_name
@@ -23,6 +31,8 @@ from pongrl.errors import PongrlError
 from pongrl.probes.labels import REGRESSION_LABELS
 
 LAYER_ORDER = ("input", "conv1", "conv2", "conv3", "fc", "output", "value")
+INTERVENE_CSV = "intervene.csv"
+INTERVENE_SETTINGS = "intervene.json"
 
 
 def run_checkpoints(run: str, every: int) -> list[str]:
@@ -121,4 +131,192 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
     figure.tight_layout(rect=(0, 0.05, 1, 0.97))
     figure.savefig(out_path, dpi=90)
     plt.close(figure)
+    return out_path
+
+
+def check_steering(
+    out_dir: str, agent_spec: str, layers, labels, alphas, games: int, seed: int, sticky_actions: float
+) -> dict:
+    """Refuse, with one line and before anything is played, steering that `intervene_across` could not do on
+    the study's checkpoints (checked on `agent_spec`, one of them), or that would mix its rows with those of
+    other settings already in `out_dir`. Returns the settings."""
+    from pongrl.agent import as_agent
+    from pongrl.probes.intervene import check_request
+
+    if len(set(alphas)) < 2:
+        raise PongrlError("a steering response needs at least two different --alpha values")
+    check_request(as_agent(agent_spec), layers, labels, ["steer"], alphas, games, sticky_actions)
+    settings = {
+        "layers": list(layers),
+        "labels": list(labels),
+        "alphas": [float(alpha) for alpha in alphas],
+        "games": games,
+        "seed": seed,
+        "sticky_actions": sticky_actions,
+    }
+    settings_path = os.path.join(out_dir, INTERVENE_SETTINGS)
+    if os.path.exists(settings_path):
+        try:
+            with open(settings_path) as handle:
+                earlier = json.load(handle)
+        except (OSError, ValueError):
+            raise PongrlError(f"{settings_path}: unreadable; remove it (and {INTERVENE_CSV}) to start over") from None
+        if earlier != settings:
+            raise PongrlError(
+                f"{out_dir} holds interventions with other settings ({earlier}); "
+                "give the same ones, or use another --out"
+            )
+    return settings
+
+
+def intervene_across(
+    out_dir: str,
+    layers: list[str],
+    labels: list[str],
+    alphas: list[float],
+    games: int = 10,
+    seed: int = 0,
+    sticky_actions: float = 0.0,
+    progress=None,
+) -> list[dict]:
+    """`probe intervene` (steering, probe and random directions) on every checkpoint the study in `out_dir`
+    recorded, oldest first, its directions fitted on the study's frames: rows of `intervene.COLUMNS` with the
+    checkpoint's run and env step, in out_dir/intervene.csv, rewritten whole after each checkpoint. An
+    interrupted call continues where it stopped; one with other settings is refused (the rows would mix)."""
+    from pongrl.checkpoint import atomic_write_bytes, write_csv
+    from pongrl.probes.fit import ProbeData
+    from pongrl.probes.intervene import COLUMNS, intervene
+
+    checkpoints = [entry for entry in ProbeData(out_dir).settings["agents"] if entry["spec"] != "random-init"]
+    checkpoints.sort(key=lambda entry: (run_label(entry["spec"]), entry["env_step"]))
+    settings = check_steering(out_dir, checkpoints[-1]["spec"], layers, labels, alphas, games, seed, sticky_actions)
+    settings_path, csv_path = os.path.join(out_dir, INTERVENE_SETTINGS), os.path.join(out_dir, INTERVENE_CSV)
+    rows = _read_rows(csv_path) if os.path.exists(settings_path) and os.path.exists(csv_path) else []
+    done = {row["agent"] for row in rows}
+    atomic_write_bytes(settings_path, json.dumps(settings, indent=1).encode())
+    for entry in checkpoints:
+        if entry["name"] in done:
+            continue
+        found = intervene(
+            entry["spec"], out_dir, layers, labels, ["steer"], alphas, games, seed, sticky_actions, progress
+        )
+        run = run_label(entry["spec"])
+        rows += [{"run": run, "env_step": entry["env_step"], **row, "agent": entry["name"]} for row in found]
+        write_csv(csv_path, rows, ["run", "env_step", *COLUMNS])
+    return rows
+
+
+def _read_rows(path: str) -> list[dict]:
+    """intervene.csv's rows, numbers as floats."""
+    import csv
+
+    text_columns = {"run", "agent", "layer", "label", "kind", "direction"}
+
+    def value(key: str, text: str):
+        return text if key in text_columns else float(text)
+
+    try:
+        with open(path, newline="") as handle:
+            return [{key: value(key, text) for key, text in row.items()} for row in csv.DictReader(handle)]
+    except (OSError, ValueError):
+        raise PongrlError(f"{path}: unreadable; remove it (and {INTERVENE_SETTINGS}) to start over") from None
+
+
+def steering_response(rows: list[dict]) -> list[dict]:
+    """Per checkpoint, layer, label and direction: the slope of the paddle's offset from the ball over alpha
+    (rows of paddle per unit of the label; 1 = the paddle goes wholly where the steered belief says the ball
+    is, 0 = it ignores the edit), the least-squares slope through the conditions' mean offsets with its 95%
+    interval from theirs, and the probe's R^2."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        if row["kind"] == "steer":
+            key = (row["run"], row["env_step"], row["agent"], row["layer"], row["label"], row["direction"])
+            groups.setdefault(key, []).append(row)
+    responses = []
+    for (run, env_step, agent, layer, label, direction), chosen in groups.items():
+        alphas = np.array([row["alpha"] for row in chosen], np.float64)
+        offsets = np.array([row["paddle_offset"] for row in chosen], np.float64)
+        halves = np.array([(row["paddle_offset_high"] - row["paddle_offset_low"]) / 2 for row in chosen], np.float64)
+        centred = alphas - alphas.mean()
+        spread = float(np.sum(centred**2))
+        slope = float(np.sum(centred * offsets) / spread) if spread > 0 else float("nan")
+        half = float(np.sqrt(np.sum(centred**2 * halves**2)) / spread) if spread > 0 else float("nan")
+        responses.append(
+            {
+                "run": run,
+                "env_step": env_step,
+                "agent": agent,
+                "layer": layer,
+                "label": label,
+                "direction": direction,
+                "probe_r2": chosen[0]["probe_r2"],
+                "response": slope,
+                "response_low": slope - half,
+                "response_high": slope + half,
+            }
+        )
+    return sorted(responses, key=lambda r: (r["run"], r["layer"], r["label"], r["direction"], r["env_step"]))
+
+
+def plot_used(responses: list[dict], out_path: str) -> str:
+    """One panel per (layer, label): the steering response against env step, the probe's direction (solid,
+    with its 95% interval) beside the random one (dotted), the runs overlaid; the probe's R^2 on the right axis
+    (grey): decodable (R^2) against used (response). Written whole or not at all."""
+    from pongrl.checkpoint import atomic_write_file
+
+    def draw(path: str) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        panels = list(dict.fromkeys((row["layer"], row["label"]) for row in responses))
+        runs = list(dict.fromkeys(row["run"] for row in responses))
+        colours = {run: plt.get_cmap("tab10")(i % 10) for i, run in enumerate(runs)}
+        figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+        for axis, (layer, label) in zip(axes[0], panels):
+            r2_axis = axis.twinx()
+            for run in runs:
+                for direction, style in (("probe", "o-"), ("random", "x:")):
+                    points = [
+                        row
+                        for row in responses
+                        if (row["run"], row["layer"], row["label"], row["direction"]) == (run, layer, label, direction)
+                    ]
+                    if not points:
+                        continue
+                    steps = np.array([row["env_step"] for row in points], np.float64)
+                    response = np.array([row["response"] for row in points])
+                    low = np.array([row["response_low"] for row in points])
+                    high = np.array([row["response_high"] for row in points])
+                    axis.errorbar(
+                        steps,
+                        response,
+                        yerr=[response - low, high - response],
+                        fmt=style,
+                        color=colours[run],
+                        capsize=2,
+                        label=f"{run}, {direction} direction",
+                    )
+                    if direction == "probe":
+                        r2 = [row["probe_r2"] for row in points]
+                        r2_axis.plot(steps, r2, "--", color=colours[run], alpha=0.45, label=f"{run}, probe R^2")
+            axis.axhline(0, color="grey", linewidth=0.8)
+            axis.set_xscale("log")
+            axis.set(
+                xlabel="env steps of the checkpoint",
+                ylabel=f"paddle rows per unit of {label} steered",
+                title=f"{layer}: steering along the probe of {label}",
+            )
+            r2_axis.set_ylabel("probe R^2 (dashed)")
+            r2_axis.set_ylim(min(0.0, r2_axis.get_ylim()[0]), 1.02)
+            axis.grid(alpha=0.3)
+            handles, names = axis.get_legend_handles_labels()
+            more_handles, more_names = r2_axis.get_legend_handles_labels()
+            axis.legend(handles + more_handles, names + more_names, fontsize=7)
+        figure.tight_layout()
+        figure.savefig(path, dpi=100, format="png")
+        plt.close(figure)
+
+    atomic_write_file(out_path, draw)
     return out_path

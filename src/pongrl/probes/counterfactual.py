@@ -187,21 +187,6 @@ def describe(row: dict) -> str:
 
 def write_results(rows: list[dict], path: str) -> str:
     """The rows as a CSV, written whole or not at all."""
-    import csv
-    import os
+    from pongrl.checkpoint import write_csv
 
-    from pongrl.checkpoint import atomic_write_file
-
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-
-    def write(temp_path: str) -> None:
-        with open(temp_path, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-            writer.writeheader()
-            for row in rows:
-                writer.writerow(
-                    {key: (f"{value:.6g}" if isinstance(value, float) else value) for key, value in row.items()}
-                )
-
-    atomic_write_file(path, write)
-    return path
+    return write_csv(path, rows, COLUMNS)

@@ -22,13 +22,13 @@ one protocol, and a reader checks it in one place.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 
 import numpy as np
 import torch
 
+from pongrl.checkpoint import write_csv
 from pongrl.errors import PongrlError
 from pongrl.probes.collect import SETTINGS_FILE, game_files
 from pongrl.probes.labels import IN_PLAY_LABELS, LABELS, PREDICTIVE_LABELS, REGRESSION_LABELS, scored_frames
@@ -471,13 +471,7 @@ def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
     a row per agent and layer, a column per label; control in brackets), in `out_dir` (made if missing)."""
     os.makedirs(out_dir, exist_ok=True)
     csv_path, md_path = os.path.join(out_dir, "probes.csv"), os.path.join(out_dir, "probes.md")
-    with open(csv_path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, COLUMNS)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(
-                {key: (f"{value:.4f}" if isinstance(value, float) else value) for key, value in row.items()}
-            )
+    write_csv(csv_path, rows, COLUMNS, number_format=".4f")
     lines = [f"Probes {split_summary(rows)}." if rows else "No probes.", ""]
     for metric, title in (("f1", "Weighted F1 (AtariARI's protocol)"), ("r2", "R^2 (ridge regression)")):
         chosen = [row for row in rows if row["metric"] == metric]

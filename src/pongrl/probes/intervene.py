@@ -26,7 +26,6 @@ can read a label along a direction in which a small move changes the reading a l
 
 from __future__ import annotations
 
-import csv
 import os
 
 import numpy as np
@@ -36,6 +35,7 @@ from pongrl.errors import PongrlError
 from pongrl.game import RAM_BALL_Y, RAM_RIGHT_PADDLE_Y
 from pongrl.probes.directions import fit_direction
 from pongrl.probes.effects import EFFECT_COLUMNS, kl_divergence, mean_interval
+from pongrl.probes.labels import REGRESSION_LABELS
 
 KINDS = ("steer", "ablate", "mean-ablate")
 DIRECTIONS = ("probe", "random")
@@ -57,6 +57,8 @@ COLUMNS = [
     "score_low",
     "score_high",
     "paddle_offset",
+    "paddle_offset_low",
+    "paddle_offset_high",
     *EFFECT_COLUMNS,
 ]
 
@@ -220,6 +222,33 @@ def play_conditions(
     return results
 
 
+def check_request(agent, layers, labels, kinds, alphas, games: int, sticky_actions: float) -> None:
+    """Refuse, with one line, an intervention that cannot be played on `agent` (before any game is)."""
+    from pongrl.agent import QAgent
+
+    if not hasattr(agent, "network") or not (isinstance(agent, QAgent) or hasattr(agent.network, "actor_network")):
+        raise PongrlError(f"{agent.name}: only pongrl's networks can be intervened on")
+    available = steerable_layers(agent)
+    for layer in layers:
+        if layer not in available:
+            raise PongrlError(f"no layer {layer!r} to intervene on in {agent.name} (it has {', '.join(available)})")
+    for label in labels:
+        if label not in REGRESSION_LABELS:
+            raise PongrlError(
+                f"no probe of {label!r} to steer along: a direction needs a label on a scale "
+                f"({', '.join(REGRESSION_LABELS)})"
+            )
+    for kind in kinds:
+        if kind not in KINDS:
+            raise PongrlError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if any(not np.isfinite(alpha) for alpha in alphas):
+        raise PongrlError("every --alpha must be a finite number")
+    if games <= 0:
+        raise PongrlError(f"the number of games must be positive, got {games}")
+    if not 0.0 <= sticky_actions < 1.0:
+        raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
+
+
 def intervene(
     agent_spec,
     collect_dir: str,
@@ -234,24 +263,10 @@ def intervene(
 ) -> list[dict]:
     """Every (layer, label, kind, direction, alpha) condition's row (COLUMNS), after the unperturbed games.
     Everything is checked before any game is played; `progress(1)` is called as each game ends."""
-    from pongrl.agent import QAgent, as_agent
+    from pongrl.agent import as_agent
 
     agent = as_agent(agent_spec)
-    if not hasattr(agent, "network") or not (isinstance(agent, QAgent) or hasattr(agent.network, "actor_network")):
-        raise PongrlError(f"{agent.name}: only pongrl's networks can be intervened on")
-    available = steerable_layers(agent)
-    for layer in layers:
-        if layer not in available:
-            raise PongrlError(f"no layer {layer!r} to intervene on in {agent.name} (it has {', '.join(available)})")
-    for kind in kinds:
-        if kind not in KINDS:
-            raise PongrlError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    if any(not np.isfinite(alpha) for alpha in alphas):
-        raise PongrlError("every --alpha must be a finite number")
-    if games <= 0:
-        raise PongrlError(f"the number of games must be positive, got {games}")
-    if not 0.0 <= sticky_actions < 1.0:
-        raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
+    check_request(agent, layers, labels, kinds, alphas, games, sticky_actions)
     found = {(layer, label): fit_direction(collect_dir, agent, layer, label) for layer in layers for label in labels}
     conditions = [
         (layer, label, kind, direction, alpha)
@@ -317,6 +332,8 @@ def _row(agent, layer, label, r2, kind, direction, alpha, edit_size, games, resu
         "score_low": score[1],
         "score_high": score[2],
         "paddle_offset": offset[0],
+        "paddle_offset_low": offset[1],
+        "paddle_offset_high": offset[2],
         "paddle_shift": shift,
         "paddle_shift_low": shift - shift_half,
         "paddle_shift_high": shift + shift_half,
@@ -343,21 +360,12 @@ def describe(row: dict) -> str:
 def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
     """intervene.csv and intervene.png (paddle shift against alpha, the probe's direction beside a random one,
     one panel per label), each written whole or not at all."""
-    from pongrl.checkpoint import atomic_write_file
+    from pongrl.checkpoint import atomic_write_file, write_csv
 
     os.makedirs(out_dir, exist_ok=True)
     csv_path, chart_path = os.path.join(out_dir, "intervene.csv"), os.path.join(out_dir, "intervene.png")
 
-    def write_csv(temp_path: str) -> None:
-        with open(temp_path, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-            writer.writeheader()
-            for row in rows:
-                writer.writerow(
-                    {key: (f"{value:.6g}" if isinstance(value, float) else value) for key, value in row.items()}
-                )
-
-    atomic_write_file(csv_path, write_csv)
+    write_csv(csv_path, rows, COLUMNS)
     atomic_write_file(chart_path, lambda temp_path: _chart(rows, temp_path))
     return csv_path, chart_path
 
