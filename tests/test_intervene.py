@@ -256,3 +256,33 @@ def test_counterfactual_moves_write_their_table(collect_dir, tmp_path, capsys):
         ["probe", "counterfactual", agent, "--probes", probes, "--layer", "fc", "--move", "paddle=3"], capsys
     )
     assert code == 1 and "can move ball_y, ball_x" in err and len(err.strip().splitlines()) == 1
+
+
+def test_random_controls_are_distinct_draws_of_the_probes_size_and_the_first_draw_is_stable(collect_dir, monkeypatch):
+    # The games are left out here (end to end above): what is checked is the edits each condition plays under.
+    import pongrl.probes.intervene as intervene_module
+
+    captured = {}
+
+    def no_games(network, conditions, games, seed, sticky_actions, progress=None):
+        captured["network"], captured["conditions"] = network, conditions
+        empty = {"scores": [0.0], "offsets": [0.0], "kl": [0.0], "changed": [0.0]}
+        return [empty for _ in conditions]
+
+    monkeypatch.setattr(intervene_module, "play_conditions", no_games)
+    agent, probes = collect_dir
+
+    def shifts(draws):
+        rows = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer"], [10.0], 1, random_draws=draws)
+        edits = captured["network"].layer_edits["fc"].shift.numpy()
+        return [row["direction"] for row in rows[1:]], edits
+
+    names, three = shifts(3)
+    assert names == ["probe", "random", "random2", "random3"]
+    norms = np.linalg.norm(three, axis=1)
+    np.testing.assert_allclose(norms, norms[0], rtol=1e-5)  # every control as large as the probe's edit
+    units = three / norms[:, None]
+    cosines = np.abs(units[1:] @ units[1:].T)[np.triu_indices(3, 1)]
+    assert cosines.max() < 0.3  # three different directions (random in 512 dimensions: |cos| about 0.04)
+    _, one = shifts(1)
+    np.testing.assert_allclose(one[1], three[1])  # the first draw does not depend on how many are drawn

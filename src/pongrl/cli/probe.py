@@ -173,6 +173,13 @@ def _add_steering(parser, alphas: list[float]) -> None:
     )
     parser.add_argument("--games", type=positive_int, default=10, help="games per condition (default 10)")
     parser.add_argument(
+        "--random-draws",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="random directions drawn as controls, each edited like the probe's (default 1)",
+    )
+    parser.add_argument(
         "--sticky-actions",
         type=finite_float,
         default=0.0,
@@ -283,6 +290,7 @@ def _across(args) -> int:
             args.games,
             args.seed,
             args.sticky_actions,
+            args.random_draws,
         )
     print(
         f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
@@ -312,7 +320,8 @@ def _intervene_across(args, checkpoints: int) -> None:
     from pongrl.probes.across import INTERVENE_CSV, intervene_across, plot_used, steering_response
 
     pairs = len(args.intervene_layer) * len(args.intervene_label)
-    with _progress(checkpoints * (1 + 2 * pairs * len(args.alpha)) * args.games, "game") as bar:
+    directions = 1 + args.random_draws
+    with _progress(checkpoints * (1 + directions * pairs * len(args.alpha)) * args.games, "game") as bar:
         rows = intervene_across(
             args.out,
             args.intervene_layer,
@@ -322,6 +331,7 @@ def _intervene_across(args, checkpoints: int) -> None:
             args.seed,
             args.sticky_actions,
             bar.update,
+            args.random_draws,
         )
     responses = steering_response(rows)
     chart = plot_used(responses, os.path.join(args.out, "used.png"))
@@ -340,7 +350,7 @@ def _intervene(args) -> int:
     out = args.out or os.path.join(args.probes, "intervene")
     if os.path.exists(out) and not os.path.isdir(out):
         raise PongrlError(f"--out {out}: not a folder")
-    conditions = 1 + len(args.layer) * len(args.label) * 2 * sum(
+    conditions = 1 + len(args.layer) * len(args.label) * (1 + args.random_draws) * sum(
         len(args.alpha) if kind == "steer" else 1 for kind in args.kind
     )
     with _progress(conditions * args.games, "game") as bar:
@@ -355,6 +365,7 @@ def _intervene(args) -> int:
             args.seed,
             args.sticky_actions,
             bar.update,
+            args.random_draws,
         )
     csv_path, chart_path = write_results(rows, out)
     for row in rows:

@@ -135,7 +135,15 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
 
 
 def check_steering(
-    out_dir: str, agent_spec: str, layers, labels, alphas, games: int, seed: int, sticky_actions: float
+    out_dir: str,
+    agent_spec: str,
+    layers,
+    labels,
+    alphas,
+    games: int,
+    seed: int,
+    sticky_actions: float,
+    random_draws: int = 1,
 ) -> dict:
     """Refuse, with one line and before anything is played, steering that `intervene_across` could not do on
     the study's checkpoints (checked on `agent_spec`, one of them), or that would mix its rows with those of
@@ -145,7 +153,7 @@ def check_steering(
 
     if len(set(alphas)) < 2:
         raise PongrlError("a steering response needs at least two different --alpha values")
-    check_request(as_agent(agent_spec), layers, labels, ["steer"], alphas, games, sticky_actions)
+    check_request(as_agent(agent_spec), layers, labels, ["steer"], alphas, games, sticky_actions, random_draws)
     settings = {
         "layers": list(layers),
         "labels": list(labels),
@@ -153,6 +161,7 @@ def check_steering(
         "games": games,
         "seed": seed,
         "sticky_actions": sticky_actions,
+        "random_draws": random_draws,
     }
     settings_path = os.path.join(out_dir, INTERVENE_SETTINGS)
     if os.path.exists(settings_path):
@@ -178,18 +187,22 @@ def intervene_across(
     seed: int = 0,
     sticky_actions: float = 0.0,
     progress=None,
+    random_draws: int = 1,
 ) -> list[dict]:
-    """`probe intervene` (steering, probe and random directions) on every checkpoint the study in `out_dir`
-    recorded, oldest first, its directions fitted on the study's frames: rows of `intervene.COLUMNS` with the
-    checkpoint's run and env step, in out_dir/intervene.csv, rewritten whole after each checkpoint. An
-    interrupted call continues where it stopped; one with other settings is refused (the rows would mix)."""
+    """`probe intervene` (steering, the probe's direction and `random_draws` random ones) on every checkpoint
+    the study in `out_dir` recorded, oldest first, its directions fitted on the study's frames: rows of
+    `intervene.COLUMNS` with the checkpoint's run and env step, in out_dir/intervene.csv, rewritten whole after
+    each checkpoint. An interrupted call continues where it stopped; one with other settings is refused (the
+    rows would mix)."""
     from pongrl.checkpoint import atomic_write_bytes, write_csv
     from pongrl.probes.fit import ProbeData
     from pongrl.probes.intervene import COLUMNS, intervene
 
     checkpoints = [entry for entry in ProbeData(out_dir).settings["agents"] if entry["spec"] != "random-init"]
     checkpoints.sort(key=lambda entry: (run_label(entry["spec"]), entry["env_step"]))
-    settings = check_steering(out_dir, checkpoints[-1]["spec"], layers, labels, alphas, games, seed, sticky_actions)
+    settings = check_steering(
+        out_dir, checkpoints[-1]["spec"], layers, labels, alphas, games, seed, sticky_actions, random_draws
+    )
     settings_path, csv_path = os.path.join(out_dir, INTERVENE_SETTINGS), os.path.join(out_dir, INTERVENE_CSV)
     rows = _read_rows(csv_path) if os.path.exists(settings_path) and os.path.exists(csv_path) else []
     done = {row["agent"] for row in rows}
@@ -198,7 +211,17 @@ def intervene_across(
         if entry["name"] in done:
             continue
         found = intervene(
-            entry["spec"], out_dir, layers, labels, ["steer"], alphas, games, seed, sticky_actions, progress
+            entry["spec"],
+            out_dir,
+            layers,
+            labels,
+            ["steer"],
+            alphas,
+            games,
+            seed,
+            sticky_actions,
+            progress,
+            random_draws,
         )
         run = run_label(entry["spec"])
         rows += [{"run": run, "env_step": entry["env_step"], **row, "agent": entry["name"]} for row in found]
@@ -272,12 +295,14 @@ def plot_used(responses: list[dict], out_path: str) -> str:
 
         panels = list(dict.fromkeys((row["layer"], row["label"]) for row in responses))
         runs = list(dict.fromkeys(row["run"] for row in responses))
+        directions = sorted({row["direction"] for row in responses}, key=lambda name: (name != "probe", name))
         colours = {run: plt.get_cmap("tab10")(i % 10) for i, run in enumerate(runs)}
         figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
         for axis, (layer, label) in zip(axes[0], panels):
             r2_axis = axis.twinx()
             for run in runs:
-                for direction, style in (("probe", "o-"), ("random", "x:")):
+                for direction in directions:
+                    style = "o-" if direction == "probe" else "x:"
                     points = [
                         row
                         for row in responses

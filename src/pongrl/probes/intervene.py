@@ -8,7 +8,8 @@ the label as y = h . w + b on the layer's activations h, so:
   (alpha = +10 on ball_y: "the ball is 10 rows lower than it is");
 - ablate: remove the component along u = w / |w| (h - (h . u) u), or replace it by its mean over the collect
   (mean ablation: h - (h . u - mean) u).
-The control is the same edit along a random direction (seeded, unit length; the same |delta| when steering).
+The control is the same edit along random directions (seeded, unit length; the same |delta| when steering): one
+by default, or several draws (`random_draws`), each its own row.
 
 Each condition plays `games` greedy games against the built-in AI through the game runner (game k of every
 condition starts after the same no-op frames; all conditions' games run in one batch, each row of the network's
@@ -38,7 +39,6 @@ from pongrl.probes.effects import EFFECT_COLUMNS, kl_divergence, mean_interval
 from pongrl.probes.labels import REGRESSION_LABELS
 
 KINDS = ("steer", "ablate", "mean-ablate")
-DIRECTIONS = ("probe", "random")
 RANDOM_DIRECTION_SEED = 20261203
 # Games played at once, every condition's in one batch: a batch this wide keeps the network's forward passes cheap
 # per game on two cores, while the emulators (one per game) stay a few hundred MB.
@@ -222,7 +222,14 @@ def play_conditions(
     return results
 
 
-def check_request(agent, layers, labels, kinds, alphas, games: int, sticky_actions: float) -> None:
+def random_directions(draws: int) -> list[str]:
+    """The names of the random control directions: random, random2, random3, ..."""
+    return ["random"] + [f"random{draw}" for draw in range(2, draws + 1)]
+
+
+def check_request(
+    agent, layers, labels, kinds, alphas, games: int, sticky_actions: float, random_draws: int = 1
+) -> None:
     """Refuse, with one line, an intervention that cannot be played on `agent` (before any game is)."""
     from pongrl.agent import QAgent
 
@@ -245,6 +252,8 @@ def check_request(agent, layers, labels, kinds, alphas, games: int, sticky_actio
         raise PongrlError("every --alpha must be a finite number")
     if games <= 0:
         raise PongrlError(f"the number of games must be positive, got {games}")
+    if random_draws < 1:
+        raise PongrlError(f"--random-draws must be at least 1, got {random_draws}")
     if not 0.0 <= sticky_actions < 1.0:
         raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
 
@@ -260,30 +269,33 @@ def intervene(
     seed: int = 0,
     sticky_actions: float = 0.0,
     progress=None,
+    random_draws: int = 1,
 ) -> list[dict]:
-    """Every (layer, label, kind, direction, alpha) condition's row (COLUMNS), after the unperturbed games.
+    """Every (layer, label, kind, direction, alpha) condition's row (COLUMNS), after the unperturbed games; the
+    directions are the probe's and `random_draws` random ones (named random, random2, ...: `random_directions`).
     Everything is checked before any game is played; `progress(1)` is called as each game ends."""
     from pongrl.agent import as_agent
 
     agent = as_agent(agent_spec)
-    check_request(agent, layers, labels, kinds, alphas, games, sticky_actions)
+    check_request(agent, layers, labels, kinds, alphas, games, sticky_actions, random_draws)
     found = {(layer, label): fit_direction(collect_dir, agent, layer, label) for layer in layers for label in labels}
     conditions = [
         (layer, label, kind, direction, alpha)
         for layer in layers
         for label in labels
         for kind in kinds
-        for direction in DIRECTIONS
+        for direction in ("probe", *random_directions(random_draws))
         for alpha in (alphas if kind == "steer" else [0.0])
     ]
     rng = np.random.default_rng(RANDOM_DIRECTION_SEED)
     random_units, edits_of_layer, edit_of_condition = {}, {layer: [] for layer in layers}, [None]
     for layer, label, kind, direction, alpha in conditions:
         found_direction = found[(layer, label)]
-        if layer not in random_units:
-            vector = rng.standard_normal(found_direction.weights.shape[0])
-            random_units[layer] = vector / np.linalg.norm(vector)
-        unit = found_direction.unit if direction == "probe" else random_units[layer]
+        if layer not in random_units:  # a layer's draws in a fixed order: the first is the same for any count
+            vectors = [rng.standard_normal(found_direction.weights.shape[0]) for _ in range(random_draws)]
+            random_units[layer] = dict(zip(random_directions(random_draws), vectors))
+        unit = found_direction.unit if direction == "probe" else random_units[layer][direction]
+        unit = unit / np.linalg.norm(unit)
         if kind == "steer":
             size = alpha / np.linalg.norm(found_direction.weights)  # |delta| of a steer by alpha label units
             vector, mean = unit * size, 0.0
@@ -381,7 +393,9 @@ def _chart(rows: list[dict], path: str) -> None:
     figure, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.2), squeeze=False)
     for axis, label in zip(axes[0], labels):
         for layer in sorted({row["layer"] for row in steered if row["label"] == label}):
-            for direction, style in (("probe", "o-"), ("random", "x:")):
+            directions = sorted({row["direction"] for row in steered}, key=lambda name: (name != "probe", name))
+            for direction in directions:
+                style = "o-" if direction == "probe" else "x:"
                 points = sorted(
                     (row["alpha"], row["paddle_shift"], row["paddle_shift_low"], row["paddle_shift_high"])
                     for row in steered
