@@ -169,6 +169,7 @@ def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, 
         (["--layer", "fc", "--label", "ball_y", "--alpha", "up"], "expected a"),
         (["--layer", "fc", "--label", "ball_y", "--kind", "twist"], "--kind must be one of"),
         (["--layer", "fc", "--label", "ball_y", "--sticky-actions", "1.5"], "--sticky-actions must be in [0, 1)"),
+        (["--layer", "conv3", "--label", "ball_y", "--kind", "steer-pattern"], "needs a layer stored whole"),
     ],
 )
 def test_bad_intervene_input_is_one_line_and_leaves_earlier_results(collect_dir, tmp_path, capsys, args, message):
@@ -286,3 +287,27 @@ def test_random_controls_are_distinct_draws_of_the_probes_size_and_the_first_dra
     assert cosines.max() < 0.3  # three different directions (random in 512 dimensions: |cos| about 0.04)
     _, one = shifts(1)
     np.testing.assert_allclose(one[1], three[1])  # the first draw does not depend on how many are drawn
+
+
+def test_a_pattern_steer_adds_alpha_times_the_pattern_and_its_control_is_as_large(collect_dir, monkeypatch):
+    import pongrl.probes.intervene as intervene_module
+    from pongrl.agent import as_agent
+    from pongrl.probes.directions import fit_direction
+
+    captured = {}
+
+    def no_games(network, conditions, games, seed, sticky_actions, progress=None):
+        captured["network"] = network
+        return [{"scores": [0.0], "offsets": [0.0], "kl": [0.0], "changed": [0.0]} for _ in conditions]
+
+    monkeypatch.setattr(intervene_module, "play_conditions", no_games)
+    agent, probes = collect_dir
+    rows = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer-pattern"], [-10.0, 10.0], 1)
+    assert [(row["kind"], row["direction"], row["alpha"]) for row in rows[1:]] == [
+        ("steer-pattern", direction, alpha) for direction in ("probe", "random") for alpha in (-10.0, 10.0)
+    ]
+    pattern = fit_direction(probes, as_agent(agent), "fc", "ball_y").pattern
+    shifts = captured["network"].layer_edits["fc"].shift.numpy()
+    np.testing.assert_allclose(shifts[:2], [-10 * pattern, 10 * pattern], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.linalg.norm(shifts[2:], axis=1), 10 * np.linalg.norm(pattern), rtol=1e-5)
+    assert rows[1]["edit_size"] > 0

@@ -287,15 +287,16 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
     # Then steered: every checkpoint plays the built-in AI with its fc's ball_y direction moved by -10 and +10
     # rows and a random direction of the same size; the steering response of each is drawn against env steps.
     steer = ["--intervene-layer", "fc", "--intervene-label", "ball_y", "--alpha", "-10", "10", "--games", "1"]
+    steer = [*steer[:4], "--intervene-kind", "steer", "steer-pattern", *steer[4:]]
     study = ["probe", "across", run_dir, "--out", out, "--frames", "1700", "--layers", "fc", "--labels", "ball_y"]
     code, stdout, err = run([*study, "--allow-small-test", *steer], capsys)
     assert code == 0, err
     steered = list(csv.DictReader(open(os.path.join(out, "intervene.csv"))))
-    # per checkpoint: the unperturbed games, then 2 alphas x (probe, random)
-    assert len(steered) == 3 * (1 + 2 * 2)
+    # per checkpoint: the unperturbed games, then 2 kinds x 2 alphas x (probe, random)
+    assert len(steered) == 3 * (1 + 2 * 2 * 2)
     assert sorted({int(row["env_step"]) for row in steered}) == [200, 400, 600]
     assert {row["agent"] for row in steered} == {"dqn@200", "dqn@400", "dqn@600"}
-    assert stdout.count("paddle rows per unit") == 3 * 2  # a response per checkpoint and direction
+    assert stdout.count("paddle rows per unit") == 3 * 2 * 2  # a response per checkpoint, kind and direction
     assert os.path.getsize(os.path.join(out, "used.png")) > 10_000
     before = open(os.path.join(out, "intervene.csv")).read()
     # Run again: nothing is played twice; with other settings: refused in one line, the table kept.
@@ -658,3 +659,33 @@ def test_without_classifiers_of_scales_the_balls_labels_get_their_r2_alone():
 
     rows = probe_layer(x_train, x_test, labels(), labels(), rng.permutation(frames), ["ball_y", "ball_in_play"], False)
     assert sorted((row["label"], row["metric"]) for row in rows) == [("ball_in_play", "f1"), ("ball_y", "r2")]
+
+
+def test_the_pattern_is_how_the_layer_moves_with_the_label_where_the_probe_reads_a_quiet_unit(tmp_path):
+    # Seven loud units carry ball_y under noise, an eighth carries it exactly but 50 times more quietly: the
+    # probe (a standardized ridge) reads the quiet unit, the pattern (Cov(h, y) / Var(y)) is the loud units'
+    # mixing, per row of ball_y: what the layer does when the ball moves.
+    from pongrl.probes.directions import fit_direction
+
+    rng = np.random.default_rng(1)
+    mixing = np.append(rng.normal(size=7), 0.02)  # per 50 rows of ball_y
+    recorded = []
+    for _ in range(6):
+        labels = {name: rng.integers(0, 200, 400) for name in LABELS}
+        labels["ball_in_play"] = np.ones(400, np.int64)
+        signal = (labels["ball_y"].astype(np.float64) - 100)[:, None] / 50 @ mixing[None, :]
+        noise = np.hstack([rng.normal(size=(400, 7)), np.zeros((400, 1))])
+        recorded.append((labels, {"mixed": (signal + noise).astype(np.float32)}))
+    folder = write_collect(str(tmp_path / "planted"), recorded)
+
+    class PlantedAgent:  # what fit_direction asks of an agent: its name, and its layer's width
+        name, path, obs_profile = "planted", "", "standard"
+
+        def layers(self, obs):
+            return {"mixed": np.zeros((1, 8))}
+
+    found = fit_direction(folder, PlantedAgent(), "mixed", "ball_y")
+    assert found.r2 > 0.95
+    assert abs(found.unit[7]) > 0.9  # the probe leans on the quiet unit
+    np.testing.assert_allclose(found.pattern, mixing / 50, atol=0.02 / 50 + 0.1 * np.abs(mixing).max() / 50)
+    assert abs(found.pattern[7]) / np.linalg.norm(found.pattern) < 0.02

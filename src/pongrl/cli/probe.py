@@ -92,6 +92,14 @@ def add_probe(commands) -> None:
     across.add_argument(
         "--intervene-label", nargs="+", metavar="NAME", help="the labels to steer along (ball_y, landing_y, ...)"
     )
+    across.add_argument(
+        "--intervene-kind",
+        nargs="+",
+        default=["steer"],
+        metavar="KIND",
+        help="steer (along the probe: its reading moves by alpha) and/or steer-pattern (along the label's "
+        "pattern: the layer moves as it does, on average, when the label moves by alpha) (default steer)",
+    )
     _add_steering(across, [-20.0, 20.0])
     intervene = steps.add_parser(
         "intervene",
@@ -120,8 +128,9 @@ def add_probe(commands) -> None:
         nargs="+",
         default=["steer"],
         metavar="KIND",
-        help="steer (add alpha units of the label), ablate (remove the direction), mean-ablate "
-        "(set it to its mean) (default steer)",
+        help="steer (add alpha units of the label along the probe), steer-pattern (add alpha times the label's "
+        "pattern: how the layer moves per unit of the label; a layer stored whole), ablate (remove the direction), "
+        "mean-ablate (set it to its mean) (default steer)",
     )
     _add_steering(intervene, [-20.0, -10.0, 10.0, 20.0])
     intervene.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
@@ -291,6 +300,7 @@ def _across(args) -> int:
             args.seed,
             args.sticky_actions,
             args.random_draws,
+            tuple(args.intervene_kind),
         )
     print(
         f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
@@ -319,7 +329,7 @@ def _across(args) -> int:
 def _intervene_across(args, checkpoints: int) -> None:
     from pongrl.probes.across import INTERVENE_CSV, intervene_across, plot_used, steering_response
 
-    pairs = len(args.intervene_layer) * len(args.intervene_label)
+    pairs = len(args.intervene_layer) * len(args.intervene_label) * len(args.intervene_kind)
     directions = 1 + args.random_draws
     with _progress(checkpoints * (1 + directions * pairs * len(args.alpha)) * args.games, "game") as bar:
         rows = intervene_across(
@@ -332,12 +342,13 @@ def _intervene_across(args, checkpoints: int) -> None:
             args.sticky_actions,
             bar.update,
             args.random_draws,
+            tuple(args.intervene_kind),
         )
     responses = steering_response(rows)
     chart = plot_used(responses, os.path.join(args.out, "used.png"))
     for row in responses:
         print(
-            f"{row['run']} {row['env_step']:>10,} {row['layer']} {row['label']} {row['direction']:>6}: "
+            f"{row['run']} {row['env_step']:>10,.0f} {row['layer']} {row['label']} {row['kind']} {row['direction']}: "
             f"{row['response']:+.3f} [{row['response_low']:+.3f}, {row['response_high']:+.3f}] paddle rows per unit"
             f" (probe R^2 {row['probe_r2']:.2f})"
         )
@@ -345,13 +356,13 @@ def _intervene_across(args, checkpoints: int) -> None:
 
 
 def _intervene(args) -> int:
-    from pongrl.probes.intervene import describe, intervene, write_results
+    from pongrl.probes.intervene import STEERING_KINDS, describe, intervene, write_results
 
     out = args.out or os.path.join(args.probes, "intervene")
     if os.path.exists(out) and not os.path.isdir(out):
         raise PongrlError(f"--out {out}: not a folder")
     conditions = 1 + len(args.layer) * len(args.label) * (1 + args.random_draws) * sum(
-        len(args.alpha) if kind == "steer" else 1 for kind in args.kind
+        len(args.alpha) if kind in STEERING_KINDS else 1 for kind in args.kind
     )
     with _progress(conditions * args.games, "game") as bar:
         rows = intervene(

@@ -144,16 +144,20 @@ def check_steering(
     seed: int,
     sticky_actions: float,
     random_draws: int = 1,
+    kinds: tuple[str, ...] = ("steer",),
 ) -> dict:
     """Refuse, with one line and before anything is played, steering that `intervene_across` could not do on
     the study's checkpoints (checked on `agent_spec`, one of them), or that would mix its rows with those of
     other settings already in `out_dir`. Returns the settings."""
     from pongrl.agent import as_agent
-    from pongrl.probes.intervene import check_request
+    from pongrl.probes.intervene import STEERING_KINDS, check_request
 
     if len(set(alphas)) < 2:
         raise PongrlError("a steering response needs at least two different --alpha values")
-    check_request(as_agent(agent_spec), layers, labels, ["steer"], alphas, games, sticky_actions, random_draws)
+    for kind in kinds:
+        if kind not in STEERING_KINDS:
+            raise PongrlError(f"--intervene-kind must be one of {', '.join(STEERING_KINDS)}, got {kind!r}")
+    check_request(as_agent(agent_spec), layers, labels, list(kinds), alphas, games, sticky_actions, random_draws)
     settings = {
         "layers": list(layers),
         "labels": list(labels),
@@ -162,6 +166,7 @@ def check_steering(
         "seed": seed,
         "sticky_actions": sticky_actions,
         "random_draws": random_draws,
+        "kinds": list(kinds),
     }
     settings_path = os.path.join(out_dir, INTERVENE_SETTINGS)
     if os.path.exists(settings_path):
@@ -188,12 +193,13 @@ def intervene_across(
     sticky_actions: float = 0.0,
     progress=None,
     random_draws: int = 1,
+    kinds: tuple[str, ...] = ("steer",),
 ) -> list[dict]:
-    """`probe intervene` (steering, the probe's direction and `random_draws` random ones) on every checkpoint
-    the study in `out_dir` recorded, oldest first, its directions fitted on the study's frames: rows of
-    `intervene.COLUMNS` with the checkpoint's run and env step, in out_dir/intervene.csv, rewritten whole after
-    each checkpoint. An interrupted call continues where it stopped; one with other settings is refused (the
-    rows would mix)."""
+    """`probe intervene` on every checkpoint the study in `out_dir` recorded, oldest first: each steering kind
+    of `kinds`, along the probe's direction and `random_draws` random ones, fitted on the study's frames. Rows
+    of `intervene.COLUMNS` with the checkpoint's run and env step, in out_dir/intervene.csv, rewritten whole
+    after each checkpoint. An interrupted call continues where it stopped; one with other settings is refused
+    (the rows would mix)."""
     from pongrl.checkpoint import atomic_write_bytes, write_csv
     from pongrl.probes.fit import ProbeData
     from pongrl.probes.intervene import COLUMNS, intervene
@@ -201,7 +207,7 @@ def intervene_across(
     checkpoints = [entry for entry in ProbeData(out_dir).settings["agents"] if entry["spec"] != "random-init"]
     checkpoints.sort(key=lambda entry: (run_label(entry["spec"]), entry["env_step"]))
     settings = check_steering(
-        out_dir, checkpoints[-1]["spec"], layers, labels, alphas, games, seed, sticky_actions, random_draws
+        out_dir, checkpoints[-1]["spec"], layers, labels, alphas, games, seed, sticky_actions, random_draws, kinds
     )
     settings_path, csv_path = os.path.join(out_dir, INTERVENE_SETTINGS), os.path.join(out_dir, INTERVENE_CSV)
     rows = _read_rows(csv_path) if os.path.exists(settings_path) and os.path.exists(csv_path) else []
@@ -215,7 +221,7 @@ def intervene_across(
             out_dir,
             layers,
             labels,
-            ["steer"],
+            list(kinds),
             alphas,
             games,
             seed,
@@ -252,11 +258,11 @@ def steering_response(rows: list[dict]) -> list[dict]:
     interval from theirs, and the probe's R^2."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        if row["kind"] == "steer":
-            key = (row["run"], row["env_step"], row["agent"], row["layer"], row["label"], row["direction"])
+        if row["kind"] != "none":
+            key = (row["run"], row["env_step"], row["agent"], row["layer"], row["label"], row["kind"], row["direction"])
             groups.setdefault(key, []).append(row)
     responses = []
-    for (run, env_step, agent, layer, label, direction), chosen in groups.items():
+    for (run, env_step, agent, layer, label, kind, direction), chosen in groups.items():
         alphas = np.array([row["alpha"] for row in chosen], np.float64)
         offsets = np.array([row["paddle_offset"] for row in chosen], np.float64)
         halves = np.array([(row["paddle_offset_high"] - row["paddle_offset_low"]) / 2 for row in chosen], np.float64)
@@ -271,14 +277,16 @@ def steering_response(rows: list[dict]) -> list[dict]:
                 "agent": agent,
                 "layer": layer,
                 "label": label,
+                "kind": kind,
                 "direction": direction,
                 "probe_r2": chosen[0]["probe_r2"],
+                "edit_size": max(row["edit_size"] for row in chosen),
                 "response": slope,
                 "response_low": slope - half,
                 "response_high": slope + half,
             }
         )
-    return sorted(responses, key=lambda r: (r["run"], r["layer"], r["label"], r["direction"], r["env_step"]))
+    return sorted(responses, key=lambda r: (r["run"], r["layer"], r["label"], r["kind"], r["direction"], r["env_step"]))
 
 
 def plot_used(responses: list[dict], out_path: str) -> str:
@@ -293,12 +301,12 @@ def plot_used(responses: list[dict], out_path: str) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        panels = list(dict.fromkeys((row["layer"], row["label"]) for row in responses))
+        panels = list(dict.fromkeys((row["layer"], row["label"], row["kind"]) for row in responses))
         runs = list(dict.fromkeys(row["run"] for row in responses))
         directions = sorted({row["direction"] for row in responses}, key=lambda name: (name != "probe", name))
         colours = {run: plt.get_cmap("tab10")(i % 10) for i, run in enumerate(runs)}
         figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-        for axis, (layer, label) in zip(axes[0], panels):
+        for axis, (layer, label, kind) in zip(axes[0], panels):
             r2_axis = axis.twinx()
             for run in runs:
                 for direction in directions:
@@ -306,7 +314,8 @@ def plot_used(responses: list[dict], out_path: str) -> str:
                     points = [
                         row
                         for row in responses
-                        if (row["run"], row["layer"], row["label"], row["direction"]) == (run, layer, label, direction)
+                        if (row["run"], row["layer"], row["label"], row["kind"], row["direction"])
+                        == (run, layer, label, kind, direction)
                     ]
                     if not points:
                         continue
@@ -331,7 +340,7 @@ def plot_used(responses: list[dict], out_path: str) -> str:
             axis.set(
                 xlabel="env steps of the checkpoint",
                 ylabel=f"paddle rows per unit of {label} steered",
-                title=f"{layer}: steering along the probe of {label}",
+                title=f"{layer}: {kind} along the probe of {label}",
             )
             r2_axis.set_ylabel("probe R^2 (dashed)")
             r2_axis.set_ylim(min(0.0, r2_axis.get_ylim()[0]), 1.02)

@@ -6,6 +6,13 @@ train games, its R^2 measured on test games (whole games, as `probe fit` splits 
 velocities on in-play frames only (their RAM bytes read 0 while the ball is out of play), predictive labels
 where they are defined. It reads the label as y = h . w + b on the layer's activations h; a wide layer stored
 through the collect's fixed random projection P gives w = P w_stored.
+
+Beside the probe (the decoder), its pattern (the encoder: Haufe et al. 2014, "On the interpretation of weight
+vectors of linear models"): how the layer's activations change on average per unit of the label, the
+regression of each unit on the label, Cov(h, y) / Var(y), on the same frames. A probe can read a label along a
+direction in which the network barely varies (units of tiny variance weigh most in a standardized ridge), so a
+steer along it moves the reading by alpha with a minute edit; a steer along the pattern moves the layer the way
+a label alpha units away moves it. Only for a layer stored whole (a projected layer's pattern is not recoverable).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ class Direction:
     r2: float  # on the test games
     frames: int
     activation_norm: float  # the layer's mean |h| over the collect's frames, to size an edit against
+    pattern: np.ndarray | None = None  # (width,) mean change of h per unit of the label; None for a projected layer
 
     @property
     def unit(self) -> np.ndarray:
@@ -104,7 +112,7 @@ def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0
     predicted = model.predict((x_test - mean) / std)
     r2 = 1 - np.sum((predicted - y_test) ** 2) / max(np.sum((y_test - y_test.mean()) ** 2), 1e-12)
     stored_weights = model.coef_ / std  # the reading is x_stored . stored_weights + a constant
-    width = _layer_width(agent, layer)
+    width = layer_width(agent, layer)
     matrix = projection(layer, width) if data.settings.get("reduced_width") else None
     if matrix is not None and stored_weights.shape[0] != width:
         weights = matrix.double().numpy() @ stored_weights
@@ -113,9 +121,15 @@ def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0
     mean_reading = float(np.mean(x_train @ stored_weights) / np.linalg.norm(weights))
     # The projection keeps norms (Johnson-Lindenstrauss), so the stored features' mean norm is the layer's.
     activation_norm = float(np.linalg.norm(x_train, axis=1).mean())
-    return Direction(layer, label, weights, mean_reading, float(r2), int(len(y_train) + len(y_test)), activation_norm)
+    centred_y = y_train - y_train.mean()
+    pattern = None
+    if matrix is None or stored_weights.shape[0] == width:
+        pattern = (x_train - x_train.mean(0)).T @ centred_y / max(float(centred_y @ centred_y), 1e-12)
+    frames = int(len(y_train) + len(y_test))
+    return Direction(layer, label, weights, mean_reading, float(r2), frames, activation_norm, pattern)
 
 
-def _layer_width(agent, layer: str) -> int:
+def layer_width(agent, layer: str) -> int:
+    """How many activations the agent's layer has (its full width, before any projection)."""
     shape = (1, 4, 84, 84) if agent.obs_profile == "standard" else (1, 84, 84, 4)
     return agent.layers(np.zeros(shape, np.uint8))[layer].shape[1]

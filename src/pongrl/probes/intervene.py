@@ -34,11 +34,13 @@ import torch
 
 from pongrl.errors import PongrlError
 from pongrl.game import RAM_BALL_Y, RAM_RIGHT_PADDLE_Y
-from pongrl.probes.directions import fit_direction
+from pongrl.probes.collect import projection
+from pongrl.probes.directions import fit_direction, layer_width
 from pongrl.probes.effects import EFFECT_COLUMNS, kl_divergence, mean_interval
 from pongrl.probes.labels import REGRESSION_LABELS
 
-KINDS = ("steer", "ablate", "mean-ablate")
+KINDS = ("steer", "steer-pattern", "ablate", "mean-ablate")
+STEERING_KINDS = ("steer", "steer-pattern")  # the kinds with an alpha
 RANDOM_DIRECTION_SEED = 20261203
 # Games played at once, every condition's in one batch: a batch this wide keeps the network's forward passes cheap
 # per game on two cores, while the emulators (one per game) stay a few hundred MB.
@@ -91,7 +93,7 @@ class LayerEdits:
         self.unit = torch.zeros(len(edits), width)
         self.target = torch.zeros(len(edits))
         for index, (kind, vector, mean) in enumerate(edits):
-            if kind == "steer":
+            if kind in STEERING_KINDS:
                 self.shift[index] = torch.as_tensor(vector, dtype=torch.float32)
             else:
                 self.unit[index] = torch.as_tensor(vector, dtype=torch.float32)
@@ -239,6 +241,13 @@ def check_request(
     for layer in layers:
         if layer not in available:
             raise PongrlError(f"no layer {layer!r} to intervene on in {agent.name} (it has {', '.join(available)})")
+    if "steer-pattern" in kinds:
+        projected = [layer for layer in layers if projection(layer, layer_width(agent, layer)) is not None]
+        if projected:
+            raise PongrlError(
+                f"steer-pattern needs a layer stored whole: {', '.join(projected)} is stored through a projection "
+                "(fc is stored whole)"
+            )
     for label in labels:
         if label not in REGRESSION_LABELS:
             raise PongrlError(
@@ -285,10 +294,11 @@ def intervene(
         for label in labels
         for kind in kinds
         for direction in ("probe", *random_directions(random_draws))
-        for alpha in (alphas if kind == "steer" else [0.0])
+        for alpha in (alphas if kind in STEERING_KINDS else [0.0])
     ]
     rng = np.random.default_rng(RANDOM_DIRECTION_SEED)
     random_units, edits_of_layer, edit_of_condition = {}, {layer: [] for layer in layers}, [None]
+    edit_sizes = []  # |delta| over the layer's mean |h|, of each steering condition
     for layer, label, kind, direction, alpha in conditions:
         found_direction = found[(layer, label)]
         if layer not in random_units:  # a layer's draws in a fixed order: the first is the same for any count
@@ -299,21 +309,22 @@ def intervene(
         if kind == "steer":
             size = alpha / np.linalg.norm(found_direction.weights)  # |delta| of a steer by alpha label units
             vector, mean = unit * size, 0.0
+        elif kind == "steer-pattern":  # alpha times the pattern; a random direction of the same |delta|
+            pattern = alpha * found_direction.pattern
+            vector, mean = (pattern if direction == "probe" else unit * np.linalg.norm(pattern)), 0.0
         else:  # a random direction's mean reading is unknown: its mean ablation is a plain ablation
             vector, mean = unit, (found_direction.mean_reading if direction == "probe" else 0.0)
         edits_of_layer[layer].append((kind, vector, mean))
         edit_of_condition.append((layer, len(edits_of_layer[layer]) - 1))
+        edit_sizes.append(
+            float(np.linalg.norm(vector)) / found_direction.activation_norm if kind in STEERING_KINDS else float("nan")
+        )
     network = EditedNetwork(agent, {layer: LayerEdits(edits) for layer, edits in edits_of_layer.items()})
     results = play_conditions(network, edit_of_condition, games, seed, sticky_actions, progress=progress)
     baseline, base_offset = results[0], mean_interval(results[0]["offsets"])
     rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, base_offset)]
-    for (layer, label, kind, direction, alpha), result in zip(conditions, results[1:]):
+    for (layer, label, kind, direction, alpha), edit_size, result in zip(conditions, edit_sizes, results[1:]):
         found_direction = found[(layer, label)]
-        edit_size = (
-            abs(alpha) / np.linalg.norm(found_direction.weights) / found_direction.activation_norm
-            if kind == "steer"
-            else float("nan")
-        )
         rows.append(
             _row(agent, layer, label, found_direction.r2, kind, direction, alpha, edit_size, games, result, base_offset)
         )
@@ -360,7 +371,7 @@ def describe(row: dict) -> str:
     """One condition's row in words."""
     if row["kind"] == "none":
         return f"unperturbed: score {row['score']:+.2f}, paddle offset from the ball {row['paddle_offset']:+.1f} rows"
-    size = f"{row['alpha']:+g} (|delta| {row['edit_size']:.2%} of |h|) " if row["kind"] == "steer" else ""
+    size = f"{row['alpha']:+g} (|delta| {row['edit_size']:.2%} of |h|) " if row["kind"] in STEERING_KINDS else ""
     return (
         f"{row['layer']} {row['label']} (probe R^2 {row['probe_r2']:.2f}) {row['kind']} {size}{row['direction']}:"
         f" paddle shift {row['paddle_shift']:+.1f} [{row['paddle_shift_low']:+.1f}, "
@@ -388,30 +399,29 @@ def _chart(rows: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steered = [row for row in rows if row["kind"] == "steer"]
+    steered = [row for row in rows if row["kind"] in STEERING_KINDS]
     labels = sorted({row["label"] for row in steered}) or ["(no steering)"]
     figure, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.2), squeeze=False)
     for axis, label in zip(axes[0], labels):
-        for layer in sorted({row["layer"] for row in steered if row["label"] == label}):
-            directions = sorted({row["direction"] for row in steered}, key=lambda name: (name != "probe", name))
-            for direction in directions:
-                style = "o-" if direction == "probe" else "x:"
-                points = sorted(
-                    (row["alpha"], row["paddle_shift"], row["paddle_shift_low"], row["paddle_shift_high"])
-                    for row in steered
-                    if (row["label"], row["layer"], row["direction"]) == (label, layer, direction)
-                )
-                if not points:
-                    continue
-                alpha, shift, low, high = (np.array(column) for column in zip(*points))
-                axis.errorbar(
-                    alpha,
-                    shift,
-                    yerr=[shift - low, high - shift],
-                    fmt=style,
-                    capsize=3,
-                    label=f"{layer}, {direction} direction",
-                )
+        lines = sorted(
+            {(row["layer"], row["kind"], row["direction"]) for row in steered if row["label"] == label},
+            key=lambda line: (line[0], line[1], line[2] != "probe", line[2]),
+        )
+        for layer, kind, direction in lines:
+            points = sorted(
+                (row["alpha"], row["paddle_shift"], row["paddle_shift_low"], row["paddle_shift_high"])
+                for row in steered
+                if (row["label"], row["layer"], row["kind"], row["direction"]) == (label, layer, kind, direction)
+            )
+            alpha, shift, low, high = (np.array(column) for column in zip(*points))
+            axis.errorbar(
+                alpha,
+                shift,
+                yerr=[shift - low, high - shift],
+                fmt="o-" if direction == "probe" else "x:",
+                capsize=3,
+                label=f"{layer} {kind}, {direction} direction",
+            )
         axis.axhline(0, color="grey", linewidth=0.8)
         axis.set(
             xlabel=f"alpha (units of {label})",
