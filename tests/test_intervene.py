@@ -303,6 +303,11 @@ def test_a_pattern_steer_adds_alpha_times_the_pattern_and_its_control_is_as_larg
     monkeypatch.setattr(intervene_module, "play_conditions", no_games)
     agent, probes = collect_dir
     rows = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer-pattern"], [-10.0, 10.0], 1)
+    rows_steer = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer"], [-10.0, 10.0], 1)
+    steer_shifts = captured["network"].layer_edits["fc"].shift.numpy()
+    np.testing.assert_allclose(steer_shifts[2], -steer_shifts[3], rtol=1e-6)
+    assert len(rows_steer) == len(rows)
+    rows = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer-pattern"], [-10.0, 10.0], 1)
     assert [(row["kind"], row["direction"], row["alpha"]) for row in rows[1:]] == [
         ("steer-pattern", direction, alpha) for direction in ("probe", "random") for alpha in (-10.0, 10.0)
     ]
@@ -310,4 +315,5 @@ def test_a_pattern_steer_adds_alpha_times_the_pattern_and_its_control_is_as_larg
     shifts = captured["network"].layer_edits["fc"].shift.numpy()
     np.testing.assert_allclose(shifts[:2], [-10 * pattern, 10 * pattern], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(np.linalg.norm(shifts[2:], axis=1), 10 * np.linalg.norm(pattern), rtol=1e-5)
+    np.testing.assert_allclose(shifts[2], -shifts[3], rtol=1e-6)  # -alpha along the random direction: the opposite edit
     assert rows[1]["edit_size"] > 0

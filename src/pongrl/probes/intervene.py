@@ -310,8 +310,8 @@ def intervene(
             size = alpha / np.linalg.norm(found_direction.weights)  # |delta| of a steer by alpha label units
             vector, mean = unit * size, 0.0
         elif kind == "steer-pattern":  # alpha times the pattern; a random direction of the same |delta|
-            pattern = alpha * found_direction.pattern
-            vector, mean = (pattern if direction == "probe" else unit * np.linalg.norm(pattern)), 0.0
+            size = alpha * np.linalg.norm(found_direction.pattern)  # signed, as a steer's: -alpha is the opposite edit
+            vector, mean = (alpha * found_direction.pattern if direction == "probe" else unit * size), 0.0
         else:  # a random direction's mean reading is unknown: its mean ablation is a plain ablation
             vector, mean = unit, (found_direction.mean_reading if direction == "probe" else 0.0)
         edits_of_layer[layer].append((kind, vector, mean))
