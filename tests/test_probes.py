@@ -331,6 +331,7 @@ def test_the_steering_response_is_the_slope_of_the_paddle_over_alpha():
             "kind": "steer",
             "alpha": alpha,
             "probe_r2": 0.5,
+            "edit_size": 0.01,
             "paddle_offset": offset,
             "paddle_offset_low": offset - half,
             "paddle_offset_high": offset + half,

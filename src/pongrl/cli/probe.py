@@ -280,7 +280,8 @@ def _fit(args) -> int:
 
 
 def _across(args) -> int:
-    from pongrl.probes.across import plot_across, study_agents
+    from pongrl.probes.across import study_agents
+    from pongrl.probes.charts import plot_across
     from pongrl.probes.collect import collect
     from pongrl.probes.fit import fit, split_summary, write_results
 
@@ -327,7 +328,8 @@ def _across(args) -> int:
 
 
 def _intervene_across(args, checkpoints: int) -> None:
-    from pongrl.probes.across import INTERVENE_CSV, intervene_across, plot_used, steering_response
+    from pongrl.probes.across import INTERVENE_CSV, intervene_across, steering_response
+    from pongrl.probes.charts import plot_used
 
     pairs = len(args.intervene_layer) * len(args.intervene_label) * len(args.intervene_kind)
     directions = 1 + args.random_draws

@@ -6,6 +6,9 @@ fitted on a collect of the same agent (`pongrl probe collect`; see `pongrl.probe
 the label as y = h . w + b on the layer's activations h, so:
 - steer by alpha: h + alpha w / |w|^2, which moves the probe's reading by exactly alpha units of the label
   (alpha = +10 on ball_y: "the ball is 10 rows lower than it is");
+- steer-pattern by alpha: h + alpha p, p the label's pattern (how the layer moves on average per unit of the
+  label: `directions`), the layer as it would be, on average, with the label alpha units away; the smallest
+  edit that moves the probe's reading (steer) can lie along units that barely vary and that the policy ignores;
 - ablate: remove the component along u = w / |w| (h - (h . u) u), or replace it by its mean over the collect
   (mean ablation: h - (h . u - mean) u).
 The control is the same edit along random directions (seeded, unit length; the same |delta| when steering): one
@@ -384,53 +387,12 @@ def write_results(rows: list[dict], out_dir: str) -> tuple[str, str]:
     """intervene.csv and intervene.png (paddle shift against alpha, the probe's direction beside a random one,
     one panel per label), each written whole or not at all."""
     from pongrl.checkpoint import atomic_write_file, write_csv
+    from pongrl.probes.charts import plot_intervene
 
     os.makedirs(out_dir, exist_ok=True)
     csv_path, chart_path = os.path.join(out_dir, "intervene.csv"), os.path.join(out_dir, "intervene.png")
 
     write_csv(csv_path, rows, COLUMNS)
-    atomic_write_file(chart_path, lambda temp_path: _chart(rows, temp_path))
-    return csv_path, chart_path
-
-
-def _chart(rows: list[dict], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     steered = [row for row in rows if row["kind"] in STEERING_KINDS]
-    labels = sorted({row["label"] for row in steered}) or ["(no steering)"]
-    figure, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.2), squeeze=False)
-    for axis, label in zip(axes[0], labels):
-        lines = sorted(
-            {(row["layer"], row["kind"], row["direction"]) for row in steered if row["label"] == label},
-            key=lambda line: (line[0], line[1], line[2] != "probe", line[2]),
-        )
-        for layer, kind, direction in lines:
-            points = sorted(
-                (row["alpha"], row["paddle_shift"], row["paddle_shift_low"], row["paddle_shift_high"])
-                for row in steered
-                if (row["label"], row["layer"], row["kind"], row["direction"]) == (label, layer, kind, direction)
-            )
-            alpha, shift, low, high = (np.array(column) for column in zip(*points))
-            axis.errorbar(
-                alpha,
-                shift,
-                yerr=[shift - low, high - shift],
-                fmt="o-" if direction == "probe" else "x:",
-                capsize=3,
-                label=f"{layer} {kind}, {direction} direction",
-            )
-        axis.axhline(0, color="grey", linewidth=0.8)
-        axis.set(
-            xlabel=f"alpha (units of {label})",
-            ylabel="paddle offset from the ball, shift (RAM rows)",
-            title=f"steering along the probe of {label}",
-        )
-        axis.grid(alpha=0.3)
-        if axis.get_legend_handles_labels()[0]:
-            axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110, format="png")
-    plt.close(figure)
+    atomic_write_file(chart_path, lambda temp_path: plot_intervene(steered, temp_path))
+    return csv_path, chart_path
