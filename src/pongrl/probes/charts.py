@@ -89,8 +89,12 @@ def plot_used(responses: list[dict], out_path: str) -> str:
         runs = list(dict.fromkeys(row["run"] for row in responses))
         directions = sorted({row["direction"] for row in responses}, key=lambda name: (name != "probe", name))
         colours = {run: plt.get_cmap("tab10")(i % 10) for i, run in enumerate(runs)}
-        figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-        for axis, (layer, label, kind) in zip(axes[0], panels):
+        columns = min(2, len(panels))
+        grid_rows = -(-len(panels) // columns)
+        figure, axes = plt.subplots(grid_rows, columns, figsize=(6.5 * columns, 4.2 * grid_rows), squeeze=False)
+        for axis in list(axes.flat)[len(panels) :]:
+            axis.axis("off")
+        for axis, (layer, label, kind) in zip(axes.flat, panels):
             r2_axis = axis.twinx()
             for run in runs:
                 for direction in directions:
