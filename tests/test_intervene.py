@@ -149,8 +149,12 @@ def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, 
     assert code == 0, err
     with open(os.path.join(out, "intervene.csv")) as handle:
         rows = list(csv.DictReader(handle))
-    # the unperturbed games, then (steer at 2 alphas + ablate) x (probe, random)
+    # the unperturbed games, then (steer at 2 alphas + ablate) x (probe, random), one game each
     assert len(rows) == 1 + 3 * 2
+    from pongrl.probes.intervene import games_to_play
+
+    assert games_to_play(["fc"], ["ball_y"], ["steer", "ablate"], [-10, 10], 1) == len(rows)
+    assert games_to_play(["fc"], ["ball_y"], ["steer", "ablate"], [-10, 10], 3, random_draws=2) == 3 * (1 + 3 * 3)
     assert {(r["kind"], r["direction"]) for r in rows[1:]} == {
         (k, d) for k in ("steer", "ablate") for d in ("probe", "random")
     }

@@ -330,10 +330,12 @@ def _across(args) -> int:
 def _intervene_across(args, checkpoints: int) -> None:
     from pongrl.probes.across import INTERVENE_CSV, intervene_across, steering_response
     from pongrl.probes.charts import plot_used
+    from pongrl.probes.intervene import games_to_play
 
-    pairs = len(args.intervene_layer) * len(args.intervene_label) * len(args.intervene_kind)
-    directions = 1 + args.random_draws
-    with _progress(checkpoints * (1 + directions * pairs * len(args.alpha)) * args.games, "game") as bar:
+    per_checkpoint = games_to_play(
+        args.intervene_layer, args.intervene_label, args.intervene_kind, args.alpha, args.games, args.random_draws
+    )
+    with _progress(checkpoints * per_checkpoint, "game") as bar:
         rows = intervene_across(
             args.out,
             args.intervene_layer,
@@ -358,15 +360,13 @@ def _intervene_across(args, checkpoints: int) -> None:
 
 
 def _intervene(args) -> int:
-    from pongrl.probes.intervene import STEERING_KINDS, describe, intervene, write_results
+    from pongrl.probes.intervene import describe, games_to_play, intervene, write_results
 
     out = args.out or os.path.join(args.probes, "intervene")
     if os.path.exists(out) and not os.path.isdir(out):
         raise PongrlError(f"--out {out}: not a folder")
-    conditions = 1 + len(args.layer) * len(args.label) * (1 + args.random_draws) * sum(
-        len(args.alpha) if kind in STEERING_KINDS else 1 for kind in args.kind
-    )
-    with _progress(conditions * args.games, "game") as bar:
+    total = games_to_play(args.layer, args.label, args.kind, args.alpha, args.games, args.random_draws)
+    with _progress(total, "game") as bar:
         rows = intervene(
             args.agent,
             args.probes,

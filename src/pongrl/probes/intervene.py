@@ -232,6 +232,12 @@ def random_directions(draws: int) -> list[str]:
     return ["random"] + [f"random{draw}" for draw in range(2, draws + 1)]
 
 
+def games_to_play(layers, labels, kinds, alphas, games: int, random_draws: int = 1) -> int:
+    """How many games `intervene` plays: the unperturbed ones, then every condition's."""
+    edits = sum(len(alphas) if kind in STEERING_KINDS else 1 for kind in kinds)
+    return (1 + len(layers) * len(labels) * (1 + random_draws) * edits) * games
+
+
 def check_request(
     agent, layers, labels, kinds, alphas, games: int, sticky_actions: float, random_draws: int = 1
 ) -> None:
@@ -306,9 +312,10 @@ def intervene(
         found_direction = found[(layer, label)]
         if layer not in random_units:  # a layer's draws in a fixed order: the first is the same for any count
             vectors = [rng.standard_normal(found_direction.weights.shape[0]) for _ in range(random_draws)]
-            random_units[layer] = dict(zip(random_directions(random_draws), vectors))
+            random_units[layer] = {
+                name: vector / np.linalg.norm(vector) for name, vector in zip(random_directions(random_draws), vectors)
+            }
         unit = found_direction.unit if direction == "probe" else random_units[layer][direction]
-        unit = unit / np.linalg.norm(unit)
         if kind == "steer":
             size = alpha / np.linalg.norm(found_direction.weights)  # |delta| of a steer by alpha label units
             vector, mean = unit * size, 0.0
