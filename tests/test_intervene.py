@@ -151,10 +151,12 @@ def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, 
         rows = list(csv.DictReader(handle))
     # the unperturbed games, then (steer at 2 alphas + ablate) x (probe, random), one game each
     assert len(rows) == 1 + 3 * 2
-    from pongrl.probes.intervene import games_to_play
+    from pongrl.probes.intervene import Intervention
 
-    assert games_to_play(["fc"], ["ball_y"], ["steer", "ablate"], [-10, 10], 1) == len(rows)
-    assert games_to_play(["fc"], ["ball_y"], ["steer", "ablate"], [-10, 10], 3, random_draws=2) == 3 * (1 + 3 * 3)
+    assert Intervention(["fc"], ["ball_y"], ["steer", "ablate"], [-10, 10], 1).games_to_play() == len(rows)
+    assert Intervention(["fc"], ["ball_y"], ["steer", "ablate"], [-10, 10], 3, random_draws=2).games_to_play() == 3 * (
+        1 + 3 * 3
+    )
     assert {(r["kind"], r["direction"]) for r in rows[1:]} == {
         (k, d) for k in ("steer", "ablate") for d in ("probe", "random")
     }
@@ -174,6 +176,8 @@ def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, 
         (["--layer", "fc", "--label", "ball_y", "--kind", "twist"], "--kind must be one of"),
         (["--layer", "fc", "--label", "ball_y", "--sticky-actions", "1.5"], "--sticky-actions must be in [0, 1)"),
         (["--layer", "conv3", "--label", "ball_y", "--kind", "steer-pattern"], "needs a layer stored whole"),
+        (["--layer", "conv3", "--label", "ball_y", "landing_y", "--kind", "steer-partial"], "needs a layer stored"),
+        (["--layer", "fc", "--label", "ball_y", "--kind", "steer-partial"], "give at least two labels"),
     ],
 )
 def test_bad_intervene_input_is_one_line_and_leaves_earlier_results(collect_dir, tmp_path, capsys, args, message):
@@ -263,22 +267,30 @@ def test_counterfactual_moves_write_their_table(collect_dir, tmp_path, capsys):
     assert code == 1 and "can move ball_y, ball_x" in err and len(err.strip().splitlines()) == 1
 
 
-def test_random_controls_are_distinct_draws_of_the_probes_size_and_the_first_draw_is_stable(collect_dir, monkeypatch):
-    # The games are left out here (end to end above): what is checked is the edits each condition plays under.
+@pytest.fixture
+def captured(monkeypatch):
+    """The games left out (end to end above): what the tests using this check is the edits each condition plays
+    under, the EditedNetwork that `intervene` built, in captured["network"]."""
     import pongrl.probes.intervene as intervene_module
 
     captured = {}
 
     def no_games(network, conditions, games, seed, sticky_actions, progress=None):
-        captured["network"], captured["conditions"] = network, conditions
-        empty = {"scores": [0.0], "offsets": [0.0], "kl": [0.0], "changed": [0.0]}
-        return [empty for _ in conditions]
+        captured["network"] = network
+        return [{"scores": [0.0], "offsets": [0.0], "kl": [0.0], "changed": [0.0]} for _ in conditions]
 
     monkeypatch.setattr(intervene_module, "play_conditions", no_games)
+    return captured
+
+
+def test_random_controls_are_distinct_draws_of_the_probes_size_and_the_first_draw_is_stable(collect_dir, captured):
+    import pongrl.probes.intervene as intervene_module
+
     agent, probes = collect_dir
 
     def shifts(draws):
-        rows = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer"], [10.0], 1, random_draws=draws)
+        plan = intervene_module.Intervention(["fc"], ["ball_y"], ["steer"], [10.0], 1, random_draws=draws)
+        rows = intervene_module.intervene(agent, probes, plan)
         edits = captured["network"].layer_edits["fc"].shift.numpy()
         return [row["direction"] for row in rows[1:]], edits
 
@@ -293,25 +305,19 @@ def test_random_controls_are_distinct_draws_of_the_probes_size_and_the_first_dra
     np.testing.assert_allclose(one[1], three[1])  # the first draw does not depend on how many are drawn
 
 
-def test_a_pattern_steer_adds_alpha_times_the_pattern_and_its_control_is_as_large(collect_dir, monkeypatch):
+def test_a_pattern_steer_adds_alpha_times_the_pattern_and_its_control_is_as_large(collect_dir, captured):
     import pongrl.probes.intervene as intervene_module
     from pongrl.agent import as_agent
     from pongrl.probes.directions import fit_direction
 
-    captured = {}
-
-    def no_games(network, conditions, games, seed, sticky_actions, progress=None):
-        captured["network"] = network
-        return [{"scores": [0.0], "offsets": [0.0], "kl": [0.0], "changed": [0.0]} for _ in conditions]
-
-    monkeypatch.setattr(intervene_module, "play_conditions", no_games)
     agent, probes = collect_dir
-    rows = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer-pattern"], [-10.0, 10.0], 1)
-    rows_steer = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer"], [-10.0, 10.0], 1)
+    plan = lambda kind: intervene_module.Intervention(["fc"], ["ball_y"], [kind], [-10.0, 10.0], 1)  # noqa: E731
+    rows = intervene_module.intervene(agent, probes, plan("steer-pattern"))
+    rows_steer = intervene_module.intervene(agent, probes, plan("steer"))
     steer_shifts = captured["network"].layer_edits["fc"].shift.numpy()
     np.testing.assert_allclose(steer_shifts[2], -steer_shifts[3], rtol=1e-6)
     assert len(rows_steer) == len(rows)
-    rows = intervene_module.intervene(agent, probes, ["fc"], ["ball_y"], ["steer-pattern"], [-10.0, 10.0], 1)
+    rows = intervene_module.intervene(agent, probes, plan("steer-pattern"))
     assert [(row["kind"], row["direction"], row["alpha"]) for row in rows[1:]] == [
         ("steer-pattern", direction, alpha) for direction in ("probe", "random") for alpha in (-10.0, 10.0)
     ]
@@ -321,3 +327,26 @@ def test_a_pattern_steer_adds_alpha_times_the_pattern_and_its_control_is_as_larg
     np.testing.assert_allclose(np.linalg.norm(shifts[2:], axis=1), 10 * np.linalg.norm(pattern), rtol=1e-5)
     np.testing.assert_allclose(shifts[2], -shifts[3], rtol=1e-6)  # -alpha along the random direction: the opposite edit
     assert rows[1]["edit_size"] > 0
+
+
+def test_a_partial_steer_adds_alpha_times_the_pattern_with_the_other_labels_held(collect_dir, captured):
+    import pongrl.probes.intervene as intervene_module
+    from pongrl.agent import as_agent
+    from pongrl.probes.directions import fit_direction
+
+    agent, probes = collect_dir
+    plan = intervene_module.Intervention(["fc"], ["ball_y", "ball_x"], ["steer-partial"], [-10.0, 10.0], 1)
+    rows = intervene_module.intervene(agent, probes, plan)
+    assert [(row["label"], row["direction"], row["alpha"]) for row in rows[1:]] == [
+        (label, direction, alpha)
+        for label in ("ball_y", "ball_x")
+        for direction in ("probe", "random")
+        for alpha in (-10.0, 10.0)
+    ]
+    held_x = fit_direction(probes, as_agent(agent), "fc", "ball_y", held=("ball_x",))
+    held_y = fit_direction(probes, as_agent(agent), "fc", "ball_x", held=("ball_y",))
+    shifts = captured["network"].layer_edits["fc"].shift.numpy()
+    np.testing.assert_allclose(shifts[0:2], [-10 * held_x.partial, 10 * held_x.partial], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(shifts[4:6], [-10 * held_y.partial, 10 * held_y.partial], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.linalg.norm(shifts[2:4], axis=1), 10 * np.linalg.norm(held_x.partial), rtol=1e-5)
+    assert not np.allclose(held_x.partial, held_x.pattern)  # holding ball_x fixed changed ball_y's pattern

@@ -690,3 +690,36 @@ def test_the_pattern_is_how_the_layer_moves_with_the_label_where_the_probe_reads
     assert abs(found.unit[7]) > 0.9  # the probe leans on the quiet unit
     np.testing.assert_allclose(found.pattern, mixing / 50, atol=0.02 / 50 + 0.1 * np.abs(mixing).max() / 50)
     assert abs(found.pattern[7]) / np.linalg.norm(found.pattern) < 0.02
+
+
+def test_the_partial_pattern_holds_a_correlated_label_fixed(tmp_path):
+    # Units 0-3 move with the ball's height, units 4-7 with where it lands; on these frames the two labels go
+    # together (landing = height + noise), so each label's plain pattern carries the other's units, and its
+    # partial pattern (both labels regressed at once) only its own.
+    from pongrl.probes.directions import fit_direction
+
+    rng = np.random.default_rng(2)
+    height_mixing = np.concatenate([rng.normal(size=4), np.zeros(4)])
+    landing_mixing = np.concatenate([np.zeros(4), rng.normal(size=4)])
+    recorded = []
+    for _ in range(6):
+        labels = {name: rng.integers(0, 200, 2000) for name in LABELS}
+        labels["ball_in_play"] = np.ones(2000, np.int64)
+        labels["landing_y"] = np.clip(labels["ball_y"] + rng.integers(-30, 31, 2000), 0, 250)
+        centred = lambda name: (labels[name].astype(np.float64) - 100)[:, None]  # noqa: E731
+        layer = centred("ball_y") @ height_mixing[None, :] + centred("landing_y") @ landing_mixing[None, :]
+        recorded.append((labels, {"mixed": (layer + rng.normal(size=(2000, 8))).astype(np.float32)}))
+    folder = write_collect(str(tmp_path / "planted"), recorded)
+
+    class PlantedAgent:  # what fit_direction asks of an agent: its name, and its layer's width
+        name, path, obs_profile = "planted", "", "standard"
+
+        def layers(self, obs):
+            return {"mixed": np.zeros((1, 8))}
+
+    landing = fit_direction(folder, PlantedAgent(), "mixed", "landing_y", held=("ball_y",))
+    np.testing.assert_allclose(landing.partial, landing_mixing, atol=0.02)
+    assert np.abs(landing.pattern[:4]).max() > 0.3  # the plain pattern leans on the height's units
+    height = fit_direction(folder, PlantedAgent(), "mixed", "ball_y", held=("landing_y",))
+    np.testing.assert_allclose(height.partial, height_mixing, atol=0.02)
+    assert fit_direction(folder, PlantedAgent(), "mixed", "ball_y").partial is None  # only when asked for

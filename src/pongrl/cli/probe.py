@@ -97,8 +97,9 @@ def add_probe(commands) -> None:
         nargs="+",
         default=["steer"],
         metavar="KIND",
-        help="steer (along the probe: its reading moves by alpha) and/or steer-pattern (along the label's "
-        "pattern: the layer moves as it does, on average, when the label moves by alpha) (default steer)",
+        help="steer (along the probe: its reading moves by alpha), steer-pattern (along the label's "
+        "pattern: the layer moves as it does, on average, when the label moves by alpha) and/or steer-partial "
+        "(the pattern with the other --intervene-label labels held fixed) (default steer)",
     )
     _add_steering(across, [-20.0, 20.0])
     intervene = steps.add_parser(
@@ -129,7 +130,8 @@ def add_probe(commands) -> None:
         default=["steer"],
         metavar="KIND",
         help="steer (add alpha units of the label along the probe), steer-pattern (add alpha times the label's "
-        "pattern: how the layer moves per unit of the label; a layer stored whole), ablate (remove the direction), "
+        "pattern: how the layer moves per unit of the label; a layer stored whole), steer-partial (the pattern "
+        "with the other --label labels held fixed), ablate (remove the direction), "
         "mean-ablate (set it to its mean) (default steer)",
     )
     _add_steering(intervene, [-20.0, -10.0, 10.0, 20.0])
@@ -291,18 +293,7 @@ def _across(args) -> int:
     if args.intervene_layer:
         from pongrl.probes.across import check_steering
 
-        check_steering(
-            args.out,
-            agents[0],
-            args.intervene_layer,
-            args.intervene_label,
-            args.alpha,
-            args.games,
-            args.seed,
-            args.sticky_actions,
-            args.random_draws,
-            tuple(args.intervene_kind),
-        )
+        check_steering(args.out, agents[0], _across_plan(args))
     print(
         f"pongrl probe across: {len(agents)} checkpoints record {args.frames:,} frames played by {agents[0]}",
         file=sys.stderr,
@@ -327,27 +318,29 @@ def _across(args) -> int:
     return 0
 
 
+def _across_plan(args):
+    """The steering that `probe across --intervene-...` asks for."""
+    from pongrl.probes.intervene import Intervention
+
+    return Intervention(
+        args.intervene_layer,
+        args.intervene_label,
+        args.intervene_kind,
+        args.alpha,
+        args.games,
+        args.seed,
+        args.sticky_actions,
+        args.random_draws,
+    )
+
+
 def _intervene_across(args, checkpoints: int) -> None:
     from pongrl.probes.across import INTERVENE_CSV, intervene_across, steering_response
     from pongrl.probes.charts import plot_used
-    from pongrl.probes.intervene import games_to_play
 
-    per_checkpoint = games_to_play(
-        args.intervene_layer, args.intervene_label, args.intervene_kind, args.alpha, args.games, args.random_draws
-    )
-    with _progress(checkpoints * per_checkpoint, "game") as bar:
-        rows = intervene_across(
-            args.out,
-            args.intervene_layer,
-            args.intervene_label,
-            args.alpha,
-            args.games,
-            args.seed,
-            args.sticky_actions,
-            bar.update,
-            args.random_draws,
-            tuple(args.intervene_kind),
-        )
+    plan = _across_plan(args)
+    with _progress(checkpoints * plan.games_to_play(), "game") as bar:
+        rows = intervene_across(args.out, plan, bar.update)
     responses = steering_response(rows)
     chart = plot_used(responses, os.path.join(args.out, "used.png"))
     for row in responses:
@@ -360,26 +353,16 @@ def _intervene_across(args, checkpoints: int) -> None:
 
 
 def _intervene(args) -> int:
-    from pongrl.probes.intervene import describe, games_to_play, intervene, write_results
+    from pongrl.probes.intervene import Intervention, describe, intervene, write_results
 
     out = args.out or os.path.join(args.probes, "intervene")
     if os.path.exists(out) and not os.path.isdir(out):
         raise PongrlError(f"--out {out}: not a folder")
-    total = games_to_play(args.layer, args.label, args.kind, args.alpha, args.games, args.random_draws)
-    with _progress(total, "game") as bar:
-        rows = intervene(
-            args.agent,
-            args.probes,
-            args.layer,
-            args.label,
-            args.kind,
-            args.alpha,
-            args.games,
-            args.seed,
-            args.sticky_actions,
-            bar.update,
-            args.random_draws,
-        )
+    plan = Intervention(
+        args.layer, args.label, args.kind, args.alpha, args.games, args.seed, args.sticky_actions, args.random_draws
+    )
+    with _progress(plan.games_to_play(), "game") as bar:
+        rows = intervene(args.agent, args.probes, plan, bar.update)
     csv_path, chart_path = write_results(rows, out)
     for row in rows:
         print(describe(row))

@@ -70,40 +70,19 @@ def run_label(spec: str) -> str:
     return run_name(spec) or os.path.basename(spec)
 
 
-def check_steering(
-    out_dir: str,
-    agent_spec: str,
-    layers,
-    labels,
-    alphas,
-    games: int,
-    seed: int,
-    sticky_actions: float,
-    random_draws: int = 1,
-    kinds: tuple[str, ...] = ("steer",),
-) -> dict:
-    """Refuse, with one line and before anything is played, steering that `intervene_across` could not do on
-    the study's checkpoints (checked on `agent_spec`, one of them), or that would mix its rows with those of
-    other settings already in `out_dir`. Returns the settings."""
+def check_steering(out_dir: str, agent_spec: str, plan) -> None:
+    """Refuse, with one line and before anything is played, steering (`intervene.Intervention`) that
+    `intervene_across` could not do on the study's checkpoints (checked on `agent_spec`, one of them), or that
+    would mix its rows with those of other settings already in `out_dir`."""
     from pongrl.agent import as_agent
-    from pongrl.probes.intervene import STEERING_KINDS, check_request
+    from pongrl.probes.intervene import STEERING_KINDS
 
-    if len(set(alphas)) < 2:
+    if len(set(plan.alphas)) < 2:
         raise PongrlError("a steering response needs at least two different --alpha values")
-    for kind in kinds:
+    for kind in plan.kinds:
         if kind not in STEERING_KINDS:
             raise PongrlError(f"--intervene-kind must be one of {', '.join(STEERING_KINDS)}, got {kind!r}")
-    check_request(as_agent(agent_spec), layers, labels, list(kinds), alphas, games, sticky_actions, random_draws)
-    settings = {
-        "layers": list(layers),
-        "labels": list(labels),
-        "alphas": [float(alpha) for alpha in alphas],
-        "games": games,
-        "seed": seed,
-        "sticky_actions": sticky_actions,
-        "random_draws": random_draws,
-        "kinds": list(kinds),
-    }
+    plan.check(as_agent(agent_spec))
     settings_path = os.path.join(out_dir, INTERVENE_SETTINGS)
     if os.path.exists(settings_path):
         try:
@@ -111,60 +90,33 @@ def check_steering(
                 earlier = json.load(handle)
         except (OSError, ValueError):
             raise PongrlError(f"{settings_path}: unreadable; remove it (and {INTERVENE_CSV}) to start over") from None
-        if earlier != settings:
+        if earlier != plan.settings():
             raise PongrlError(
                 f"{out_dir} holds interventions with other settings ({earlier}); "
                 "give the same ones, or use another --out"
             )
-    return settings
 
 
-def intervene_across(
-    out_dir: str,
-    layers: list[str],
-    labels: list[str],
-    alphas: list[float],
-    games: int = 10,
-    seed: int = 0,
-    sticky_actions: float = 0.0,
-    progress=None,
-    random_draws: int = 1,
-    kinds: tuple[str, ...] = ("steer",),
-) -> list[dict]:
-    """`probe intervene` on every checkpoint the study in `out_dir` recorded, oldest first: each steering kind
-    of `kinds`, along the probe's direction and `random_draws` random ones, fitted on the study's frames. Rows
-    of `intervene.COLUMNS` with the checkpoint's run and env step, in out_dir/intervene.csv, rewritten whole
-    after each checkpoint. An interrupted call continues where it stopped; one with other settings is refused
-    (the rows would mix)."""
+def intervene_across(out_dir: str, plan, progress=None) -> list[dict]:
+    """`probe intervene` (`intervene.Intervention` `plan`) on every checkpoint the study in `out_dir` recorded,
+    oldest first, its directions fitted on the study's frames. Rows of `intervene.COLUMNS` with the checkpoint's
+    run and env step, in out_dir/intervene.csv, rewritten whole after each checkpoint. An interrupted call
+    continues where it stopped; one with other settings is refused (the rows would mix)."""
     from pongrl.checkpoint import atomic_write_bytes, write_csv
     from pongrl.probes.fit import ProbeData
     from pongrl.probes.intervene import COLUMNS, intervene
 
     checkpoints = [entry for entry in ProbeData(out_dir).settings["agents"] if entry["spec"] != "random-init"]
     checkpoints.sort(key=lambda entry: (run_label(entry["spec"]), entry["env_step"]))
-    settings = check_steering(
-        out_dir, checkpoints[-1]["spec"], layers, labels, alphas, games, seed, sticky_actions, random_draws, kinds
-    )
+    check_steering(out_dir, checkpoints[-1]["spec"], plan)
     settings_path, csv_path = os.path.join(out_dir, INTERVENE_SETTINGS), os.path.join(out_dir, INTERVENE_CSV)
     rows = _read_rows(csv_path) if os.path.exists(settings_path) and os.path.exists(csv_path) else []
     done = {row["agent"] for row in rows}
-    atomic_write_bytes(settings_path, json.dumps(settings, indent=1).encode())
+    atomic_write_bytes(settings_path, json.dumps(plan.settings(), indent=1).encode())
     for entry in checkpoints:
         if entry["name"] in done:
             continue
-        found = intervene(
-            entry["spec"],
-            out_dir,
-            layers,
-            labels,
-            list(kinds),
-            alphas,
-            games,
-            seed,
-            sticky_actions,
-            progress,
-            random_draws,
-        )
+        found = intervene(entry["spec"], out_dir, plan, progress)
         run = run_label(entry["spec"])
         rows += [{"run": run, "env_step": entry["env_step"], **row, "agent": entry["name"]} for row in found]
         write_csv(csv_path, rows, ["run", "env_step", *COLUMNS])

@@ -74,9 +74,10 @@ def plot_across(rows: list[dict], agents: list[dict], out_path: str) -> str:
 
 
 def plot_used(responses: list[dict], out_path: str) -> str:
-    """One panel per (layer, label): the steering response against env step, the probe's direction (solid,
-    with its 95% interval) beside the random one (dotted), the runs overlaid; the probe's R^2 on the right axis
-    (grey): decodable (R^2) against used (response). Written whole or not at all."""
+    """One panel per (layer, label, kind): the steering response against env step, the probe's direction (solid,
+    with its 95% interval) beside the random ones (dotted; several draws as the shaded range of their
+    responses), the runs overlaid; the probe's R^2 on the right axis (dashed): decodable (R^2) against used
+    (response). Written whole or not at all."""
     from pongrl.checkpoint import atomic_write_file
 
     def draw(path: str) -> None:
@@ -84,10 +85,12 @@ def plot_used(responses: list[dict], out_path: str) -> str:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
 
         panels = list(dict.fromkeys((row["layer"], row["label"], row["kind"]) for row in responses))
         runs = list(dict.fromkeys(row["run"] for row in responses))
         directions = sorted({row["direction"] for row in responses}, key=lambda name: (name != "probe", name))
+        draws = [name for name in directions if name != "probe"]
         colours = {run: plt.get_cmap("tab10")(i % 10) for i, run in enumerate(runs)}
         columns = min(2, len(panels))
         grid_rows = -(-len(panels) // columns)
@@ -111,20 +114,34 @@ def plot_used(responses: list[dict], out_path: str) -> str:
                     response = np.array([row["response"] for row in points])
                     low = np.array([row["response_low"] for row in points])
                     high = np.array([row["response_high"] for row in points])
-                    axis.errorbar(
-                        steps,
-                        response,
-                        yerr=[response - low, high - response],
-                        fmt=style,
-                        color=colours[run],
-                        capsize=2,
-                        label=f"{run}, {direction} direction",
-                    )
+                    if direction == "probe" or len(draws) == 1:
+                        axis.errorbar(
+                            steps,
+                            response,
+                            yerr=[response - low, high - response],
+                            fmt=style,
+                            color=colours[run],
+                            capsize=2,
+                            label=f"{run}, {direction} direction",
+                        )
+                    else:
+                        first = direction == draws[0]
+                        axis.plot(
+                            steps,
+                            response,
+                            "x",
+                            color=colours[run],
+                            alpha=0.6,
+                            label=f"{run}, {len(draws)} random directions" if first else None,
+                        )
                     if direction == "probe":
                         r2 = [row["probe_r2"] for row in points]
                         r2_axis.plot(steps, r2, "--", color=colours[run], alpha=0.45, label=f"{run}, probe R^2")
+                if len(draws) > 1:
+                    _shade_random_range(axis, responses, (run, layer, label, kind), draws, colours[run])
             axis.axhline(0, color="grey", linewidth=0.8)
             axis.set_xscale("log")
+            axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # labels crowd when steps are close
             axis.set(
                 xlabel="env steps of the checkpoint",
                 ylabel=f"paddle rows per unit of {label} steered",
@@ -142,6 +159,17 @@ def plot_used(responses: list[dict], out_path: str) -> str:
 
     atomic_write_file(out_path, draw)
     return out_path
+
+
+def _shade_random_range(axis, responses: list[dict], panel: tuple, draws: list[str], colour) -> None:
+    """The range of the random directions' responses at each checkpoint of one run's panel."""
+    by_step: dict[float, list[float]] = {}
+    for row in responses:
+        if (row["run"], row["layer"], row["label"], row["kind"]) == panel and row["direction"] in draws:
+            by_step.setdefault(row["env_step"], []).append(row["response"])
+    steps = sorted(by_step)
+    low, high = [min(by_step[step]) for step in steps], [max(by_step[step]) for step in steps]
+    axis.fill_between(steps, low, high, color=colour, alpha=0.15, linewidth=0)
 
 
 def plot_intervene(steered: list[dict], path: str) -> None:

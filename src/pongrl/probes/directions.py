@@ -13,6 +13,9 @@ regression of each unit on the label, Cov(h, y) / Var(y), on the same frames. A 
 direction in which the network barely varies (units of tiny variance weigh most in a standardized ridge), so a
 steer along it moves the reading by alpha with a minute edit; a steer along the pattern moves the layer the way
 a label alpha units away moves it. Only for a layer stored whole (a projected layer's pattern is not recoverable).
+With other labels held fixed (`held`), the partial pattern: the label's coefficient when the layer's units are
+regressed on it and the held labels at once, on the frames where all of them are defined; labels that go together
+on the agent's frames (the ball's height and where it will land) each lend the other their plain pattern.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class Direction:
     frames: int
     activation_norm: float  # the layer's mean |h| over the collect's frames, to size an edit against
     pattern: np.ndarray | None = None  # (width,) mean change of h per unit of the label; None for a projected layer
+    partial: np.ndarray | None = None  # (width,) the same with the `held` labels fixed; None unless asked for
 
     @property
     def unit(self) -> np.ndarray:
@@ -59,8 +63,11 @@ def _collect_index(data, agent) -> int:
     )
 
 
-def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0) -> Direction:
-    """The probe of `label` on `layer` of `agent`, fitted on the collect in `collect_dir` (module docstring)."""
+def fit_direction(
+    collect_dir: str, agent, layer: str, label: str, seed: int = 0, held: tuple[str, ...] = ()
+) -> Direction:
+    """The probe of `label` on `layer` of `agent`, fitted on the collect in `collect_dir`, and its pattern (with
+    the `held` labels fixed too, if any: module docstring)."""
     from sklearn.linear_model import Ridge
 
     from pongrl.probes.collect import projection
@@ -125,8 +132,33 @@ def fit_direction(collect_dir: str, agent, layer: str, label: str, seed: int = 0
     pattern = None
     if matrix is None or stored_weights.shape[0] == width:
         pattern = (x_train - x_train.mean(0)).T @ centred_y / max(float(centred_y @ centred_y), 1e-12)
+    partial = None
+    if held and pattern is not None:
+        partial = _partial_pattern(data, index, layer, (label, *held), train_games)
     frames = int(len(y_train) + len(y_test))
-    return Direction(layer, label, weights, mean_reading, float(r2), frames, activation_norm, pattern)
+    return Direction(layer, label, weights, mean_reading, float(r2), frames, activation_norm, pattern, partial)
+
+
+def _partial_pattern(data, index: int, layer: str, labels: tuple[str, ...], games) -> np.ndarray:
+    """The first label's coefficient per unit when every unit of `layer` is regressed on all `labels` at once
+    (least squares, on the frames of `games` where every label is defined)."""
+    missing = [name for name in labels if name not in data.labels]
+    if missing:
+        raise PongrlError(f"{data.out_dir}: no label {', '.join(missing)} recorded to hold fixed")
+    x = data.read(f"agents/{index}/{layer}", games).astype(np.float64)
+    in_play = data.read("labels/ball_in_play", games)
+    columns, keep = [], np.ones(len(x), bool)
+    for name in labels:
+        values = data.read(f"labels/{name}", games).astype(np.float64)
+        keep &= scored_frames(name, values, in_play)
+        columns.append(values)
+    if keep.sum() < 50:
+        raise PongrlError(
+            f"{data.out_dir}: too few frames hold {', '.join(labels)} at once ({int(keep.sum())}); collect more frames"
+        )
+    values = np.stack(columns, 1)[keep]
+    coefficients, *_ = np.linalg.lstsq(values - values.mean(0), x[keep] - x[keep].mean(0), rcond=None)
+    return coefficients[0]
 
 
 def layer_width(agent, layer: str) -> int:

@@ -9,6 +9,9 @@ the label as y = h . w + b on the layer's activations h, so:
 - steer-pattern by alpha: h + alpha p, p the label's pattern (how the layer moves on average per unit of the
   label: `directions`), the layer as it would be, on average, with the label alpha units away; the smallest
   edit that moves the probe's reading (steer) can lie along units that barely vary and that the policy ignores;
+- steer-partial by alpha: h + alpha p', p' the label's pattern with the other labels of the intervention held
+  fixed (the layer regressed on all of them at once): on the agent's own frames the ball's height and its
+  landing point go together, so each one's plain pattern carries the other; the partial one does not;
 - ablate: remove the component along u = w / |w| (h - (h . u) u), or replace it by its mean over the collect
   (mean ablation: h - (h . u - mean) u).
 The control is the same edit along random directions (seeded, unit length; the same |delta| when steering): one
@@ -31,6 +34,7 @@ can read a label along a direction in which a small move changes the reading a l
 from __future__ import annotations
 
 import os
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -42,8 +46,9 @@ from pongrl.probes.directions import fit_direction, layer_width
 from pongrl.probes.effects import EFFECT_COLUMNS, kl_divergence, mean_interval
 from pongrl.probes.labels import REGRESSION_LABELS
 
-KINDS = ("steer", "steer-pattern", "ablate", "mean-ablate")
-STEERING_KINDS = ("steer", "steer-pattern")  # the kinds with an alpha
+KINDS = ("steer", "steer-pattern", "steer-partial", "ablate", "mean-ablate")
+STEERING_KINDS = ("steer", "steer-pattern", "steer-partial")  # the kinds with an alpha
+PATTERN_KINDS = ("steer-pattern", "steer-partial")  # along a pattern: only on a layer stored whole
 RANDOM_DIRECTION_SEED = 20261203
 # Games played at once, every condition's in one batch: a batch this wide keeps the network's forward passes cheap
 # per game on two cores, while the emulators (one per game) stay a few hundred MB.
@@ -232,96 +237,121 @@ def random_directions(draws: int) -> list[str]:
     return ["random"] + [f"random{draw}" for draw in range(2, draws + 1)]
 
 
-def games_to_play(layers, labels, kinds, alphas, games: int, random_draws: int = 1) -> int:
-    """How many games `intervene` plays: the unperturbed ones, then every condition's."""
-    edits = sum(len(alphas) if kind in STEERING_KINDS else 1 for kind in kinds)
-    return (1 + len(layers) * len(labels) * (1 + random_draws) * edits) * games
+@dataclass(frozen=True)
+class Intervention:
+    """What an intervention plays: every (layer, label, kind, direction, alpha) condition for `games` games, the
+    directions the probe's and `random_draws` random ones. Its fields are what a study's intervene.json records."""
 
+    layers: tuple[str, ...]
+    labels: tuple[str, ...]
+    kinds: tuple[str, ...] = ("steer",)
+    alphas: tuple[float, ...] = (-20.0, 20.0)
+    games: int = 10
+    seed: int = 0
+    sticky_actions: float = 0.0
+    random_draws: int = 1
 
-def check_request(
-    agent, layers, labels, kinds, alphas, games: int, sticky_actions: float, random_draws: int = 1
-) -> None:
-    """Refuse, with one line, an intervention that cannot be played on `agent` (before any game is)."""
-    from pongrl.agent import QAgent
+    def __post_init__(self):
+        for name in ("layers", "labels", "kinds"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "alphas", tuple(float(alpha) for alpha in self.alphas))
 
-    if not hasattr(agent, "network") or not (isinstance(agent, QAgent) or hasattr(agent.network, "actor_network")):
-        raise PongrlError(f"{agent.name}: only pongrl's networks can be intervened on")
-    available = steerable_layers(agent)
-    for layer in layers:
-        if layer not in available:
-            raise PongrlError(f"no layer {layer!r} to intervene on in {agent.name} (it has {', '.join(available)})")
-    if "steer-pattern" in kinds:
-        projected = [layer for layer in layers if projection(layer, layer_width(agent, layer)) is not None]
-        if projected:
+    def settings(self) -> dict:
+        """The fields as JSON holds them."""
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in asdict(self).items()}
+
+    def conditions(self) -> list[tuple[str, str, str, str, float]]:
+        """(layer, label, kind, direction, alpha) of every condition, in the order they are played."""
+        return [
+            (layer, label, kind, direction, alpha)
+            for layer in self.layers
+            for label in self.labels
+            for kind in self.kinds
+            for direction in ("probe", *random_directions(self.random_draws))
+            for alpha in (self.alphas if kind in STEERING_KINDS else [0.0])
+        ]
+
+    def games_to_play(self) -> int:
+        """How many games it plays: the unperturbed ones, then every condition's."""
+        return (1 + len(self.conditions())) * self.games
+
+    def check(self, agent) -> None:
+        """Refuse, with one line, an intervention that cannot be played on `agent` (before any game is)."""
+        from pongrl.agent import QAgent
+
+        if not hasattr(agent, "network") or not (isinstance(agent, QAgent) or hasattr(agent.network, "actor_network")):
+            raise PongrlError(f"{agent.name}: only pongrl's networks can be intervened on")
+        available = steerable_layers(agent)
+        for layer in self.layers:
+            if layer not in available:
+                raise PongrlError(f"no layer {layer!r} to intervene on in {agent.name} (it has {', '.join(available)})")
+        for kind in self.kinds:
+            if kind not in KINDS:
+                raise PongrlError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        for kind in set(self.kinds) & set(PATTERN_KINDS):
+            projected = [layer for layer in self.layers if projection(layer, layer_width(agent, layer)) is not None]
+            if projected:
+                raise PongrlError(
+                    f"{kind} needs a layer stored whole: {', '.join(projected)} is stored through a projection "
+                    "(fc is stored whole)"
+                )
+        if "steer-partial" in self.kinds and len(set(self.labels)) < 2:
             raise PongrlError(
-                f"steer-pattern needs a layer stored whole: {', '.join(projected)} is stored through a projection "
-                "(fc is stored whole)"
+                "steer-partial holds the other labels fixed: give at least two labels (e.g. landing_y ball_y)"
             )
-    for label in labels:
-        if label not in REGRESSION_LABELS:
-            raise PongrlError(
-                f"no probe of {label!r} to steer along: a direction needs a label on a scale "
-                f"({', '.join(REGRESSION_LABELS)})"
-            )
-    for kind in kinds:
-        if kind not in KINDS:
-            raise PongrlError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    if any(not np.isfinite(alpha) for alpha in alphas):
-        raise PongrlError("every --alpha must be a finite number")
-    if games <= 0:
-        raise PongrlError(f"the number of games must be positive, got {games}")
-    if random_draws < 1:
-        raise PongrlError(f"--random-draws must be at least 1, got {random_draws}")
-    if not 0.0 <= sticky_actions < 1.0:
-        raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
+        for label in self.labels:
+            if label not in REGRESSION_LABELS:
+                raise PongrlError(
+                    f"no probe of {label!r} to steer along: a direction needs a label on a scale "
+                    f"({', '.join(REGRESSION_LABELS)})"
+                )
+        if any(not np.isfinite(alpha) for alpha in self.alphas):
+            raise PongrlError("every --alpha must be a finite number")
+        if self.games <= 0:
+            raise PongrlError(f"the number of games must be positive, got {self.games}")
+        if self.random_draws < 1:
+            raise PongrlError(f"--random-draws must be at least 1, got {self.random_draws}")
+        if not 0.0 <= self.sticky_actions < 1.0:
+            raise PongrlError(f"--sticky-actions must be in [0, 1), got {self.sticky_actions}")
 
 
-def intervene(
-    agent_spec,
-    collect_dir: str,
-    layers: list[str],
-    labels: list[str],
-    kinds: list[str],
-    alphas: list[float],
-    games: int = 10,
-    seed: int = 0,
-    sticky_actions: float = 0.0,
-    progress=None,
-    random_draws: int = 1,
-) -> list[dict]:
-    """Every (layer, label, kind, direction, alpha) condition's row (COLUMNS), after the unperturbed games; the
-    directions are the probe's and `random_draws` random ones (named random, random2, ...: `random_directions`).
-    Everything is checked before any game is played; `progress(1)` is called as each game ends."""
+def intervene(agent_spec, collect_dir: str, plan: Intervention, progress=None) -> list[dict]:
+    """Every condition's row (COLUMNS) of `plan` on `agent_spec`, after the unperturbed games; the directions
+    fitted on the collect in `collect_dir`. Everything is checked before any game is played; `progress(1)` is
+    called as each game ends."""
     from pongrl.agent import as_agent
 
     agent = as_agent(agent_spec)
-    check_request(agent, layers, labels, kinds, alphas, games, sticky_actions, random_draws)
-    found = {(layer, label): fit_direction(collect_dir, agent, layer, label) for layer in layers for label in labels}
-    conditions = [
-        (layer, label, kind, direction, alpha)
-        for layer in layers
-        for label in labels
-        for kind in kinds
-        for direction in ("probe", *random_directions(random_draws))
-        for alpha in (alphas if kind in STEERING_KINDS else [0.0])
-    ]
+    plan.check(agent)
+    found = {
+        (layer, label): fit_direction(
+            collect_dir,
+            agent,
+            layer,
+            label,
+            held=tuple(other for other in plan.labels if other != label) if "steer-partial" in plan.kinds else (),
+        )
+        for layer in plan.layers
+        for label in plan.labels
+    }
+    conditions = plan.conditions()
     rng = np.random.default_rng(RANDOM_DIRECTION_SEED)
-    random_units, edits_of_layer, edit_of_condition = {}, {layer: [] for layer in layers}, [None]
+    random_units, edits_of_layer, edit_of_condition = {}, {layer: [] for layer in plan.layers}, [None]
     edit_sizes = []  # |delta| over the layer's mean |h|, of each steering condition
     for layer, label, kind, direction, alpha in conditions:
         found_direction = found[(layer, label)]
         if layer not in random_units:  # a layer's draws in a fixed order: the first is the same for any count
-            vectors = [rng.standard_normal(found_direction.weights.shape[0]) for _ in range(random_draws)]
-            random_units[layer] = {
-                name: vector / np.linalg.norm(vector) for name, vector in zip(random_directions(random_draws), vectors)
-            }
+            names = random_directions(plan.random_draws)
+            vectors = [rng.standard_normal(found_direction.weights.shape[0]) for _ in names]
+            random_units[layer] = {name: vector / np.linalg.norm(vector) for name, vector in zip(names, vectors)}
         unit = found_direction.unit if direction == "probe" else random_units[layer][direction]
         if kind == "steer":
             size = alpha / np.linalg.norm(found_direction.weights)  # |delta| of a steer by alpha label units
             vector, mean = unit * size, 0.0
-        elif kind == "steer-pattern":  # alpha times the pattern; a random direction of the same |delta|
-            size = alpha * np.linalg.norm(found_direction.pattern)  # signed, as a steer's: -alpha is the opposite edit
-            vector, mean = (alpha * found_direction.pattern if direction == "probe" else unit * size), 0.0
+        elif kind in PATTERN_KINDS:  # alpha times the pattern; a random direction of the same |delta|
+            pattern = found_direction.pattern if kind == "steer-pattern" else found_direction.partial
+            size = alpha * np.linalg.norm(pattern)  # signed, as a steer's: -alpha is the opposite edit
+            vector, mean = (alpha * pattern if direction == "probe" else unit * size), 0.0
         else:  # a random direction's mean reading is unknown: its mean ablation is a plain ablation
             vector, mean = unit, (found_direction.mean_reading if direction == "probe" else 0.0)
         edits_of_layer[layer].append((kind, vector, mean))
@@ -330,8 +360,9 @@ def intervene(
             float(np.linalg.norm(vector)) / found_direction.activation_norm if kind in STEERING_KINDS else float("nan")
         )
     network = EditedNetwork(agent, {layer: LayerEdits(edits) for layer, edits in edits_of_layer.items()})
-    results = play_conditions(network, edit_of_condition, games, seed, sticky_actions, progress=progress)
+    results = play_conditions(network, edit_of_condition, plan.games, plan.seed, plan.sticky_actions, progress=progress)
     baseline, base_offset = results[0], mean_interval(results[0]["offsets"])
+    games = plan.games
     rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, base_offset)]
     for (layer, label, kind, direction, alpha), edit_size, result in zip(conditions, edit_sizes, results[1:]):
         found_direction = found[(layer, label)]
