@@ -350,3 +350,24 @@ def test_a_partial_steer_adds_alpha_times_the_pattern_with_the_other_labels_held
     np.testing.assert_allclose(shifts[4:6], [-10 * held_y.partial, 10 * held_y.partial], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(np.linalg.norm(shifts[2:4], axis=1), 10 * np.linalg.norm(held_x.partial), rtol=1e-5)
     assert not np.allclose(held_x.partial, held_x.pattern)  # holding ball_x fixed changed ball_y's pattern
+
+
+def test_a_conditions_games_do_not_depend_on_what_else_the_call_plays_under_sticky_actions():
+    # Game k of every condition starts from the same no-op frames and the same sticky-action stream, whichever
+    # emulator of the batch plays it: three unperturbed conditions are three copies of one condition's games.
+    from pongrl.probes.intervene import play_conditions
+
+    from pongrl.envs.single import PongGame
+
+    game, screens = PongGame(0), []
+    game.reset(0)
+    for step in range(300):
+        screens.append(game.step(step % NUM_ACTIONS)[0])
+    typical = planted_agent(np.zeros(512)).layers(np.stack(screens))["fc"].astype(np.float64).mean(0)
+    direction = np.random.default_rng(5).standard_normal(512)
+    direction -= (direction @ typical) / (typical @ typical) * typical  # its sign changes with the screen: UP or DOWN
+    network = EditedNetwork(planted_agent(direction), {})
+    alone = play_conditions(network, [None], games=2, seed=7, sticky_actions=0.25)
+    three = play_conditions(network, [None, None, None], games=2, seed=7, sticky_actions=0.25, parallel=4)
+    for result in three:
+        assert result["offsets"] == alone[0]["offsets"] and result["scores"] == alone[0]["scores"]

@@ -73,12 +73,16 @@ BUILTIN = _BuiltinAI()
 
 @dataclass
 class GamePlan:
-    """One game: `first` and `second` (players), whether `first` holds the right paddle, the no-op start."""
+    """One game: `first` and `second` (players), whether `first` holds the right paddle, the no-op start, and
+    (games against the built-in AI) the seed its emulator's random stream, the sticky actions, starts from:
+    games of the same start and seed draw the same sticky actions whichever emulator plays them (None: the
+    emulator's stream goes on from its last game)."""
 
     first: object
     second: object
     first_right: bool = True
     start: int | None = None
+    emulator_seed: int | None = None
 
     def seats(self) -> tuple[object, object]:
         """(right player, left player)."""
@@ -135,17 +139,27 @@ def open_driver(
         )
     )
     starts = [[plan.start for plan in slot] for slot in slots]
+    emulator_seeds = [[plan.emulator_seed for plan in slot] for slot in slots]
     if single_player_kind(plans):
         from pongrl.envs.single import SinglePlayerGames
 
         driver = SinglePlayerGames(
-            len(slots), seed, profiles or ("standard",), sticky_actions, starts, record_colour, vectorized
+            len(slots),
+            seed,
+            profiles or ("standard",),
+            sticky_actions,
+            starts,
+            record_colour,
+            vectorized,
+            emulator_seeds=emulator_seeds,
         )
     else:
         from pongrl.envs.two_player import TwoPlayerGames
 
         if any(start is None for slot in starts for start in slot):
             raise ValueError("two-player games need their start (no-op frames)")
+        if any(game_seed is not None for slot in emulator_seeds for game_seed in slot):
+            raise ValueError("only games against the built-in AI take an emulator seed")
         driver = TwoPlayerGames(
             len(slots),
             max_frames,

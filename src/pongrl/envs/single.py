@@ -265,7 +265,8 @@ class SinglePlayerGames:
     Two engines: `vectorized`, ale-py's C++ vector env (emulator threads; the standard profile only; it draws
     the no-op starts from `seed` and starts each next game by itself: `autoreset`); otherwise one `PongGame`
     per game, game i seeded with seed + i (any profiles, RAM, colour frames, queued starts: `starts[i]` lists
-    game i's successive no-op counts, None or a list run out meaning drawn)."""
+    game i's successive no-op counts, None or a list run out meaning drawn; `emulator_seeds[i]` likewise the
+    seeds its emulator is reseeded with as each game starts, None meaning its stream goes on)."""
 
     def __init__(
         self,
@@ -276,11 +277,13 @@ class SinglePlayerGames:
         starts: list[list[int | None]] | None = None,
         record_colour: bool = False,
         vectorized: bool = False,
+        emulator_seeds: list[list[int | None]] | None = None,
     ):
         n = num_games
         self.num_games, self.seed, self.profiles = n, seed, tuple(profiles)
         self.record_colour = record_colour
         self.starts = [list(game_starts) for game_starts in starts] if starts else [[] for _ in range(n)]
+        self.emulator_seeds = [list(seeds) for seeds in emulator_seeds] if emulator_seeds else [[] for _ in range(n)]
         self.points = np.zeros((n, 2), np.int64)
         self.penalties = np.zeros((n, 2), np.int64)  # none in the single-player game
         self.scored = np.zeros((n, 2), bool)
@@ -295,8 +298,11 @@ class SinglePlayerGames:
                 self.profiles != ("standard",)
                 or record_colour
                 or any(start is not None for game_starts in self.starts for start in game_starts)
+                or any(seed is not None for seeds in self.emulator_seeds for seed in seeds)
             ):
-                raise ValueError("the vector engine plays the standard profile from drawn starts, without colour")
+                raise ValueError(
+                    "the vector engine plays the standard profile from drawn starts and its own seeds, without colour"
+                )
             self.env, self.games = make_pong_vector_env(n, sticky_actions=sticky_actions), []
             self.colour_frames: list[list[np.ndarray]] = [[] for _ in range(n)]
         else:
@@ -320,7 +326,10 @@ class SinglePlayerGames:
                 self.reset_game(g)
 
     def reset_game(self, g: int) -> None:
-        """Start game g again, after its next queued start (PongGame engine)."""
+        """Start game g again, after its next queued start and emulator seed (PongGame engine)."""
+        emulator_seed = self.emulator_seeds[g].pop(0) if self.emulator_seeds[g] else None
+        if emulator_seed is not None:
+            self.games[g].seed_emulator(emulator_seed)
         self.games[g].reset(self.starts[g].pop(0) if self.starts[g] else None)
         if self.record_colour:
             self.colour_frames[g].append(self.games[g].rgb())

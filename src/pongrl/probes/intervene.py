@@ -18,7 +18,9 @@ The control is the same edit along random directions (seeded, unit length; the s
 by default, or several draws (`random_draws`), each its own row.
 
 Each condition plays `games` greedy games against the built-in AI through the game runner (game k of every
-condition starts after the same no-op frames; all conditions' games run in one batch, each row of the network's
+condition starts after the same no-op frames, its emulator reseeded alike, so that under sticky actions it draws
+the same sticky actions until the edit changes what the agent does; all conditions' games run in one batch, each
+row of the network's
 forward pass under its own condition's edit, the network before the edited layer run once for the unperturbed
 and the perturbed preferences), and reports, each with its 95% interval over games:
 - the paddle's offset from the real ball (the agent's paddle height minus the ball's, RAM rows, in-play steps),
@@ -187,15 +189,22 @@ def play_conditions(
 ) -> list[dict]:
     """`games` greedy games of the `network`'s agent against the built-in AI for each condition (its (layer,
     edit index), or None: the unperturbed agent), all in one batch of `parallel` games at a time; every
-    condition's game k starts after the same no-op frames. Per condition, per game: its score, mean paddle
-    offset from the ball on in-play steps, mean KL and action-change rate."""
+    condition's game k starts after the same no-op frames and from the same sticky-action stream (common random
+    numbers: conditions differ by their edits, and a condition's games do not depend on what else the call
+    plays). Per condition, per game: its score, mean paddle offset from the ball on in-play steps, mean KL and
+    action-change rate."""
     from pongrl.game import NOOP_MAX
     from pongrl.runner import BUILTIN, GamePlan, play_games, spread
 
-    starts = np.random.default_rng(seed).integers(0, NOOP_MAX + 1, games)
+    rng = np.random.default_rng(seed)
+    starts, emulator_seeds = rng.integers(0, NOOP_MAX + 1, games), rng.integers(0, 2**31, games)
     game_edits = [condition for condition in conditions for _ in range(games)]
     player = InterveningPlayer(network, game_edits)
-    plans = [GamePlan(player, BUILTIN, start=int(start)) for _ in conditions for start in starts]
+    plans = [
+        GamePlan(player, BUILTIN, start=int(start), emulator_seed=int(emulator_seed))
+        for _ in conditions
+        for start, emulator_seed in zip(starts, emulator_seeds)
+    ]
     slots = spread(plans, parallel)
     first_game = np.cumsum([0] + [len(slot) for slot in slots])
     played = [0] * len(slots)
