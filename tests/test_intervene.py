@@ -165,6 +165,7 @@ def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, 
     assert all(float(r["kl"]) >= 0 for r in steered)
     assert os.path.getsize(os.path.join(out, "intervene.png")) > 1000
     assert "unperturbed: score" in stdout
+    assert stdout.count("steering response") == 2  # the steer's slope over alpha, probe and random; no ablation's
 
 
 @pytest.mark.parametrize(

@@ -343,16 +343,23 @@ def _intervene_across(args, checkpoints: int) -> None:
         rows = intervene_across(args.out, plan, bar.update)
     responses = steering_response(rows)
     chart = plot_used(responses, os.path.join(args.out, "used.png"))
-    for row in responses:
-        print(
-            f"{row['run']} {row['env_step']:>10,.0f} {row['layer']} {row['label']} {row['kind']} {row['direction']}: "
-            f"{row['response']:+.3f} [{row['response_low']:+.3f}, {row['response_high']:+.3f}] paddle rows per unit"
-            f" (probe R^2 {row['probe_r2']:.2f})"
-        )
+    _print_responses(responses)
     print(f"steering responses of {checkpoints} checkpoints: {os.path.join(args.out, INTERVENE_CSV)}, {chart}")
 
 
+def _print_responses(responses: list[dict]) -> None:
+    """One line per steering response (`across.steering_response`), with its checkpoint where it has one."""
+    for row in responses:
+        where = f"{row['run']} {row['env_step']:>10,.0f} " if row["run"] else ""
+        print(
+            f"{where}{row['layer']} {row['label']} {row['kind']} {row['direction']}: steering response "
+            f"{row['response']:+.3f} [{row['response_low']:+.3f}, {row['response_high']:+.3f}] paddle rows per unit"
+            f" (probe R^2 {row['probe_r2']:.2f})"
+        )
+
+
 def _intervene(args) -> int:
+    from pongrl.probes.across import steering_response
     from pongrl.probes.intervene import Intervention, describe, intervene, write_results
 
     out = args.out or os.path.join(args.probes, "intervene")
@@ -366,6 +373,7 @@ def _intervene(args) -> int:
     csv_path, chart_path = write_results(rows, out)
     for row in rows:
         print(describe(row))
+    _print_responses(steering_response(rows))
     print(f"{len(rows)} conditions x {args.games} games: {csv_path}, {chart_path}")
     return 0
 

@@ -143,15 +143,21 @@ def steering_response(rows: list[dict]) -> list[dict]:
     """Per checkpoint, layer, label and direction: the slope of the paddle's offset from the ball over alpha
     (rows of paddle per unit of the label; 1 = the paddle goes wholly where the steered belief says the ball
     is, 0 = it ignores the edit), the least-squares slope through the conditions' mean offsets with its 95%
-    interval from theirs, and the probe's R^2."""
+    interval from theirs, and the probe's R^2. Rows of one agent (`probe intervene`'s) have no run or step;
+    conditions without an alpha (ablations), or steered at one alpha only, have no slope and are left out."""
+    from pongrl.probes.intervene import STEERING_KINDS
+
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        if row["kind"] != "none":
-            key = (row["run"], row["env_step"], row["agent"], row["layer"], row["label"], row["kind"], row["direction"])
+        if row["kind"] in STEERING_KINDS:
+            run, env_step = row.get("run", ""), row.get("env_step")  # absent from one agent's rows
+            key = (run, env_step, row["agent"], row["layer"], row["label"], row["kind"], row["direction"])
             groups.setdefault(key, []).append(row)
     responses = []
     for (run, env_step, agent, layer, label, kind, direction), chosen in groups.items():
         alphas = np.array([row["alpha"] for row in chosen], np.float64)
+        if len(set(alphas)) < 2:
+            continue
         offsets = np.array([row["paddle_offset"] for row in chosen], np.float64)
         halves = np.array([(row["paddle_offset_high"] - row["paddle_offset_low"]) / 2 for row in chosen], np.float64)
         centred = alphas - alphas.mean()
