@@ -188,6 +188,14 @@ def run_name(checkpoint_file: str) -> str:
     return os.path.basename(os.path.dirname(folder)) if os.path.basename(folder) == CHECKPOINTS else ""
 
 
+def run_label(spec: str) -> str:
+    """The run a recorded agent belongs to: its run directory's name, or a shipped agent's series."""
+    if zoo.is_zoo_spec(spec):
+        name = spec[len(zoo.PREFIX) :]
+        return zoo.card(name).get("series") or name
+    return run_name(spec) or os.path.basename(spec)
+
+
 def resolve(path: str) -> str:
     """Accept a run directory, its checkpoints directory, a checkpoint file, an agent of pongrl's zoo
     (`zoo:NAME`) or a Hub file (`hf://OWNER/REPO/FILE`, fetched into the Hub's cache); return the file."""

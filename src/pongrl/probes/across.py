@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from pongrl import zoo
-from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_name
+from pongrl.checkpoint import checkpoints_folder, list_checkpoints, run_label
 from pongrl.errors import PongrlError
 
 INTERVENE_CSV = "intervene.csv"
@@ -60,14 +60,6 @@ def study_agents(runs: list[str], every: int) -> list[str]:
     per_run = [run_checkpoints(run, every) for run in runs]
     player = per_run[0][-1]
     return [player] + [path for paths in per_run for path in paths if path != player]
-
-
-def run_label(spec: str) -> str:
-    """The run a recorded agent belongs to: its run directory's name, or a shipped agent's series."""
-    if zoo.is_zoo_spec(spec):
-        name = spec[len(zoo.PREFIX) :]
-        return zoo.card(name).get("series") or name
-    return run_name(spec) or os.path.basename(spec)
 
 
 def check_steering(out_dir: str, agent_spec: str, plan) -> None:

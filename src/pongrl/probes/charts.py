@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pongrl.probes.across import run_label
+from pongrl.checkpoint import run_label
 from pongrl.probes.labels import REGRESSION_LABELS
 
 LAYER_ORDER = ("input", "conv1", "conv2", "conv3", "fc", "output", "value")
