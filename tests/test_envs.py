@@ -100,3 +100,21 @@ def test_sticky_actions_make_the_emulator_draw_and_the_seed_fixes_the_draws():
     assert vector[1] == vector[2] != vector[0]
     with pytest.raises(PongrlError, match="sticky-action probability"):
         play_games(act, 1, 0, sticky_actions=1.0)
+
+
+def test_a_reseeded_emulator_keeps_its_sticky_actions_and_replays_its_stream():
+    # What an intervention's common random numbers rest on: reseeding reloads the cartridge, sticky actions stay on.
+    game = PongGame(0, sticky_actions=0.25)
+
+    def rams(emulator_seed):
+        game.seed_emulator(emulator_seed)
+        game.reset(0)
+        seen = []
+        for step in range(400):
+            game.step((2, 3)[(step // 7) % 2])  # up and down in turns: a sticky repeat shows on the paddle
+            seen.append(game.ale.getRAM().copy())
+        return np.array(seen)
+
+    first = rams(1)
+    assert (rams(2) != first).any()
+    np.testing.assert_array_equal(rams(1), first)

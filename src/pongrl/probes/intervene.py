@@ -10,8 +10,9 @@ the label as y = h . w + b on the layer's activations h, so:
   label: `directions`), the layer as it would be, on average, with the label alpha units away; the smallest
   edit that moves the probe's reading (steer) can lie along units that barely vary and that the policy ignores;
 - steer-partial by alpha: h + alpha p', p' the label's pattern with the other labels of the intervention held
-  fixed (the layer regressed on all of them at once): on the agent's own frames the ball's height and its
-  landing point go together, so each one's plain pattern carries the other; the partial one does not;
+  fixed (the layer regressed on all of them at once): the ball's height and its landing point are tied on the
+  agent's frames (closely in the last steps before the ball arrives), so each one's plain pattern carries some
+  of the other's; the partial one does not;
 - ablate: remove the component along u = w / |w| (h - (h . u) u), or replace it by its mean over the collect
   (mean ablation: h - (h . u - mean) u).
 The control is the same edit along random directions (seeded, unit length; the same |delta| when steering): one
@@ -20,9 +21,8 @@ by default, or several draws (`random_draws`), each its own row.
 Each condition plays `games` greedy games against the built-in AI through the game runner (game k of every
 condition starts after the same no-op frames, its emulator reseeded alike, so that under sticky actions it draws
 the same sticky actions until the edit changes what the agent does; all conditions' games run in one batch, each
-row of the network's
-forward pass under its own condition's edit, the network before the edited layer run once for the unperturbed
-and the perturbed preferences), and reports, each with its 95% interval over games:
+row of the network's forward pass under its own condition's edit, the network before the edited layer run once
+for the unperturbed and the perturbed preferences), and reports, each with its 95% interval over games:
 - the paddle's offset from the real ball (the agent's paddle height minus the ball's, RAM rows, in-play steps),
   and its shift from the unperturbed games: a paddle that goes where the steered belief says the ball is
   shifts by about alpha;
