@@ -161,6 +161,8 @@ def test_intervene_end_to_end_writes_its_table_and_chart(collect_dir, tmp_path, 
         (k, d) for k in ("steer", "ablate") for d in ("probe", "random")
     }
     assert all(r["score"] not in ("", "nan") for r in rows)
+    assert all(len(r["paddle_offset_games"].split()) == 1 for r in rows)  # each game's offset, for paired slopes
+    assert float(rows[0]["paddle_shift"]) == 0.0  # the unperturbed games against themselves
     steered = [r for r in rows if r["kind"] == "steer"]
     assert all(float(r["kl"]) >= 0 for r in steered)
     assert os.path.getsize(os.path.join(out, "intervene.png")) > 1000

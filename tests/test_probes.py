@@ -723,3 +723,45 @@ def test_the_partial_pattern_holds_a_correlated_label_fixed(tmp_path):
     height = fit_direction(folder, PlantedAgent(), "mixed", "ball_y", held=("landing_y",))
     np.testing.assert_allclose(height.partial, height_mixing, atol=0.02)
     assert fit_direction(folder, PlantedAgent(), "mixed", "ball_y").partial is None  # only when asked for
+
+
+def test_the_steering_response_is_taken_game_by_game_where_the_games_are_paired():
+    # Game k of every condition shares its start and sticky actions: planted offsets whose games differ a lot from
+    # one another (0, 40, 80, ... rows) but move by 0.5 rows per unit of alpha within a game. Taken game by game the
+    # slope is 0.5 with a narrow interval; from the conditions' own intervals (rows without the games) it is wide.
+    from pongrl.probes.across import steering_response
+    from pongrl.probes.effects import mean_interval
+
+    rng = np.random.default_rng(0)
+    game_levels = 40.0 * np.arange(10)
+
+    def row(alpha):
+        offsets = game_levels + 0.5 * alpha + rng.normal(0, 0.5, 10)
+        mean, low, high = mean_interval(offsets)
+        return {
+            "run": "r",
+            "env_step": 100,
+            "agent": "r@100",
+            "layer": "fc",
+            "label": "landing_y",
+            "direction": "probe",
+            "kind": "steer-pattern",
+            "alpha": alpha,
+            "probe_r2": 0.5,
+            "edit_size": 0.01,
+            "paddle_offset": mean,
+            "paddle_offset_low": low,
+            "paddle_offset_high": high,
+            "paddle_offset_games": " ".join(f"{value:.4f}" for value in offsets),
+        }
+
+    rows = [row(alpha) for alpha in (-40.0, 40.0)]
+    (paired,) = steering_response(rows)
+    (unpaired,) = steering_response([{**r, "paddle_offset_games": ""} for r in rows])
+    assert paired["response"] == pytest.approx(0.5, abs=0.02)
+    assert unpaired["response"] == pytest.approx(paired["response"])
+    assert paired["response_low"] < 0.5 < paired["response_high"]
+    assert paired["response_high"] - paired["response_low"] < 0.05
+    assert unpaired["response_high"] - unpaired["response_low"] > 10 * (
+        paired["response_high"] - paired["response_low"]
+    )

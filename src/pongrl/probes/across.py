@@ -119,7 +119,7 @@ def _read_rows(path: str) -> list[dict]:
     """intervene.csv's rows, numbers as floats."""
     import csv
 
-    text_columns = {"run", "agent", "layer", "label", "kind", "direction"}
+    text_columns = {"run", "agent", "layer", "label", "kind", "direction", "paddle_offset_games"}
 
     def value(key: str, text: str):
         return text if key in text_columns else float(text)
@@ -134,9 +134,13 @@ def _read_rows(path: str) -> list[dict]:
 def steering_response(rows: list[dict]) -> list[dict]:
     """Per checkpoint, layer, label and direction: the slope of the paddle's offset from the ball over alpha
     (rows of paddle per unit of the label; 1 = the paddle goes wholly where the steered belief says the ball
-    is, 0 = it ignores the edit), the least-squares slope through the conditions' mean offsets with its 95%
-    interval from theirs, and the probe's R^2. Rows of one agent (`probe intervene`'s) have no run or step;
-    conditions without an alpha (ablations), or steered at one alpha only, have no slope and are left out."""
+    is, 0 = it ignores the edit), the least-squares slope through the conditions' offsets with its 95% interval,
+    and the probe's R^2. Where the rows carry each game's offset (`paddle_offset_games`), the slope is taken game
+    by game (game k of every condition shares its start and sticky actions) and the interval is over games;
+    otherwise (rows written before) it comes from the conditions' own intervals, which ignores the pairing.
+    Rows of one agent (`probe intervene`'s) have no run or step; conditions without an alpha (ablations), or
+    steered at one alpha only, have no slope and are left out."""
+    from pongrl.probes.effects import mean_interval
     from pongrl.probes.intervene import STEERING_KINDS
 
     groups: dict[tuple, list[dict]] = {}
@@ -150,12 +154,17 @@ def steering_response(rows: list[dict]) -> list[dict]:
         alphas = np.array([row["alpha"] for row in chosen], np.float64)
         if len(set(alphas)) < 2:
             continue
-        offsets = np.array([row["paddle_offset"] for row in chosen], np.float64)
-        halves = np.array([(row["paddle_offset_high"] - row["paddle_offset_low"]) / 2 for row in chosen], np.float64)
         centred = alphas - alphas.mean()
         spread = float(np.sum(centred**2))
-        slope = float(np.sum(centred * offsets) / spread) if spread > 0 else float("nan")
-        half = float(np.sqrt(np.sum(centred**2 * halves**2)) / spread) if spread > 0 else float("nan")
+        per_game = _game_offsets(chosen)
+        if per_game is not None:
+            slope, low, high = mean_interval(centred @ per_game / spread)
+        else:
+            offsets = np.array([row["paddle_offset"] for row in chosen], np.float64)
+            halves = np.array([(row["paddle_offset_high"] - row["paddle_offset_low"]) / 2 for row in chosen])
+            slope = float(np.sum(centred * offsets) / spread)
+            half = float(np.sqrt(np.sum(centred**2 * halves**2)) / spread)
+            low, high = slope - half, slope + half
         responses.append(
             {
                 "run": run,
@@ -168,8 +177,17 @@ def steering_response(rows: list[dict]) -> list[dict]:
                 "probe_r2": chosen[0]["probe_r2"],
                 "edit_size": max(row["edit_size"] for row in chosen),
                 "response": slope,
-                "response_low": slope - half,
-                "response_high": slope + half,
+                "response_low": low,
+                "response_high": high,
             }
         )
     return sorted(responses, key=lambda r: (r["run"], r["layer"], r["label"], r["kind"], r["direction"], r["env_step"]))
+
+
+def _game_offsets(rows: list[dict]) -> np.ndarray | None:
+    """(conditions, games) of each game's mean paddle offset, or None where a row does not carry them."""
+    texts = [row.get("paddle_offset_games") for row in rows]
+    if not all(isinstance(text, str) and text for text in texts):
+        return None
+    games = [np.array(text.split(), np.float64) for text in texts]
+    return np.stack(games) if len({len(values) for values in games}) == 1 else None

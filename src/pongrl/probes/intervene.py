@@ -72,6 +72,7 @@ COLUMNS = [
     "paddle_offset_low",
     "paddle_offset_high",
     *EFFECT_COLUMNS,
+    "paddle_offset_games",  # each game's mean offset, space-separated: game k of every condition is paired
 ]
 
 
@@ -370,26 +371,22 @@ def intervene(agent_spec, collect_dir: str, plan: Intervention, progress=None) -
         )
     network = EditedNetwork(agent, {layer: LayerEdits(edits) for layer, edits in edits_of_layer.items()})
     results = play_conditions(network, edit_of_condition, plan.games, plan.seed, plan.sticky_actions, progress=progress)
-    baseline, base_offset = results[0], mean_interval(results[0]["offsets"])
-    games = plan.games
-    rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, base_offset)]
+    baseline, games = results[0], plan.games
+    rows = [_row(agent, "none", "", float("nan"), "none", "none", 0.0, float("nan"), games, baseline, baseline)]
     for (layer, label, kind, direction, alpha), edit_size, result in zip(conditions, edit_sizes, results[1:]):
         found_direction = found[(layer, label)]
         rows.append(
-            _row(agent, layer, label, found_direction.r2, kind, direction, alpha, edit_size, games, result, base_offset)
+            _row(agent, layer, label, found_direction.r2, kind, direction, alpha, edit_size, games, result, baseline)
         )
     return rows
 
 
-def _row(agent, layer, label, r2, kind, direction, alpha, edit_size, games, result, base_offset) -> dict:
+def _row(agent, layer, label, r2, kind, direction, alpha, edit_size, games, result, baseline) -> dict:
     score = mean_interval(result["scores"])
     offset = mean_interval(result["offsets"])
-    shift_half = (
-        np.sqrt(max(offset[2] - offset[0], 0) ** 2 + max(base_offset[2] - base_offset[0], 0) ** 2)
-        if np.isfinite(offset[2]) and np.isfinite(base_offset[2])
-        else float("nan")
-    )
-    shift = offset[0] - base_offset[0]
+    # Game k of this condition and of the unperturbed ones share their start and sticky actions: the shift is
+    # measured game by game.
+    shift = mean_interval(np.subtract(result["offsets"], baseline["offsets"]))
     kl = mean_interval(result["kl"])
     return {
         "agent": agent.name,
@@ -407,13 +404,14 @@ def _row(agent, layer, label, r2, kind, direction, alpha, edit_size, games, resu
         "paddle_offset": offset[0],
         "paddle_offset_low": offset[1],
         "paddle_offset_high": offset[2],
-        "paddle_shift": shift,
-        "paddle_shift_low": shift - shift_half,
-        "paddle_shift_high": shift + shift_half,
+        "paddle_shift": shift[0],
+        "paddle_shift_low": shift[1],
+        "paddle_shift_high": shift[2],
         "kl": kl[0],
         "kl_low": kl[1],
         "kl_high": kl[2],
         "action_change": mean_interval(result["changed"])[0],
+        "paddle_offset_games": " ".join(f"{value:.4f}" for value in result["offsets"]),
     }
 
 
