@@ -315,27 +315,32 @@ def test_the_study_across_a_runs_checkpoints(tmp_path, capsys):
         assert code == 1 and says in err and err.count("\n") == 1, (bad, err)
 
 
+def steering_row(direction, kind, alpha, offset, low, high) -> dict:
+    """One planted row of a study's intervene.csv: a checkpoint's condition and its paddle offset's interval."""
+    return {
+        "run": "r",
+        "env_step": 100,
+        "agent": "r@100",
+        "layer": "fc",
+        "label": "landing_y",
+        "direction": direction,
+        "kind": kind,
+        "alpha": alpha,
+        "probe_r2": 0.5,
+        "edit_size": 0.01,
+        "paddle_offset": offset,
+        "paddle_offset_low": low,
+        "paddle_offset_high": high,
+    }
+
+
 def test_the_steering_response_is_the_slope_of_the_paddle_over_alpha():
     # Offsets planted at 3 + 0.5 alpha for the probe's direction and flat for the random one: slopes 0.5 and 0,
     # each interval around it, from the conditions' own intervals.
     from pongrl.probes.across import steering_response
 
     def row(direction, alpha, offset, half):
-        return {
-            "run": "r",
-            "env_step": 100,
-            "agent": "r@100",
-            "layer": "fc",
-            "label": "landing_y",
-            "direction": direction,
-            "kind": "steer",
-            "alpha": alpha,
-            "probe_r2": 0.5,
-            "edit_size": 0.01,
-            "paddle_offset": offset,
-            "paddle_offset_low": offset - half,
-            "paddle_offset_high": offset + half,
-        }
+        return steering_row(direction, "steer", alpha, offset, offset - half, offset + half)
 
     rows = [row("probe", a, 3 + 0.5 * a, 2.0) for a in (-20, -10, 10, 20)]
     rows += [row("random", a, 3.0, 2.0) for a in (-20, 20)]
@@ -737,23 +742,8 @@ def test_the_steering_response_is_taken_game_by_game_where_the_games_are_paired(
 
     def row(alpha):
         offsets = game_levels + 0.5 * alpha + rng.normal(0, 0.5, 10)
-        mean, low, high = mean_interval(offsets)
-        return {
-            "run": "r",
-            "env_step": 100,
-            "agent": "r@100",
-            "layer": "fc",
-            "label": "landing_y",
-            "direction": "probe",
-            "kind": "steer-pattern",
-            "alpha": alpha,
-            "probe_r2": 0.5,
-            "edit_size": 0.01,
-            "paddle_offset": mean,
-            "paddle_offset_low": low,
-            "paddle_offset_high": high,
-            "paddle_offset_games": " ".join(f"{value:.4f}" for value in offsets),
-        }
+        games = " ".join(f"{value:.4f}" for value in offsets)
+        return {**steering_row("probe", "steer-pattern", alpha, *mean_interval(offsets)), "paddle_offset_games": games}
 
     rows = [row(alpha) for alpha in (-40.0, 40.0)]
     (paired,) = steering_response(rows)
