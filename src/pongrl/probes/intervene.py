@@ -198,11 +198,13 @@ def play_conditions(
     from pongrl.runner import BUILTIN, GamePlan, play_games, spread
 
     rng = np.random.default_rng(seed)
-    starts, emulator_seeds = rng.integers(0, NOOP_MAX + 1, games), rng.integers(0, 2**31, games)
+    starts = [int(start) for start in rng.integers(0, NOOP_MAX + 1, games)]
+    # Without sticky actions the emulator draws nothing, and a reseed (a cartridge reload) would buy nothing.
+    emulator_seeds = [int(value) for value in rng.integers(0, 2**31, games)] if sticky_actions else [None] * games
     game_edits = [condition for condition in conditions for _ in range(games)]
     player = InterveningPlayer(network, game_edits)
     plans = [
-        GamePlan(player, BUILTIN, start=int(start), emulator_seed=int(emulator_seed))
+        GamePlan(player, BUILTIN, start=start, emulator_seed=emulator_seed)
         for _ in conditions
         for start, emulator_seed in zip(starts, emulator_seeds)
     ]
