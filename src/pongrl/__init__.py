@@ -19,9 +19,8 @@ import importlib
 
 import gymnasium
 
+from pongrl._version import __version__ as __version__
 from pongrl.errors import CheckpointWriteError, PongrlError
-
-__version__ = "0.1.0"
 
 # Single-player Pong with the DQN protocol, for any Gymnasium user: `import pongrl` then
 # `gymnasium.make("pongrl/Pong-v0")` or `gymnasium.make_vec("pongrl/Pong-v0", num_envs=N)`.

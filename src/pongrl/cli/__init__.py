@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from pongrl._version import __version__
 from pongrl.cli import agents, games, probe, training
 from pongrl.cli.common import Parser
 from pongrl.errors import CheckpointWriteError, PongrlError
@@ -54,6 +55,7 @@ COMMANDS = {
 
 def build_parser() -> Parser:
     parser = Parser(prog="pongrl", description="Train and study agents that play Atari Pong from pixels.")
+    parser.add_argument("--version", action="version", version=f"pongrl {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands.required = True
     for add in PARSERS:
