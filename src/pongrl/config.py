@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from pongrl._version import __version__
 from pongrl.errors import PongrlError
 from pongrl.game import CLASSIC_MODE, GAME_MODES, MAX_CYCLES
 
@@ -479,10 +480,15 @@ def from_dict(data: Any, source: str):
     return config
 
 
+# config.yaml's one key that is no setting: the pongrl version that wrote the file (a resume writes it again),
+# so that a run says which release made it. Loading sets it aside.
+VERSION_KEY = "pongrl_version"
+
+
 def save_yaml(config, path: str) -> None:
     from pongrl.checkpoint import atomic_write_bytes
 
-    text = yaml.safe_dump(to_dict(config), sort_keys=False)
+    text = yaml.safe_dump({VERSION_KEY: __version__, **to_dict(config)}, sort_keys=False)
     atomic_write_bytes(path, text.encode())
 
 
@@ -494,6 +500,8 @@ def load_yaml(path: str):
             data = yaml.safe_load(handle)
     except yaml.YAMLError as error:
         raise PongrlError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    if isinstance(data, dict):
+        data.pop(VERSION_KEY, None)
     return from_dict(data, path)
 
 

@@ -1,0 +1,277 @@
+"""Documentation generated from pongrl's own sources, so that a page cannot drift from the code.
+
+A page asks for a generated block with a marker on a line of its own, `<!-- generated: NAME [ARGUMENT] -->`, and
+this MkDocs hook (`hooks:` in mkdocs.yml) replaces the marker when the site is built:
+
+- `zoo-table`: the shipped agents and their scores, from the cards in src/pongrl/zoo_agents/*.json;
+- `zoo-cards`: every card in full (how it was trained, its note, the commands that scored it);
+- `hyperparameters ALGO`: every setting of `pongrl train ALGO` with its default and meaning, from the config
+  dataclasses and `FIELD_HELP` in src/pongrl/config.py, and each preset's changes;
+- `cli`: every command and flag of `pongrl`, from its own argparse parser;
+- `figure NAME`: one number from docs/data/figures.yaml, the one source of figures quoted on several pages.
+
+A marker with an unknown name, or a figure that is not in the data file, stops the build. The README is read on
+GitHub and PyPI, not built: it holds a copy of the zoo table between two markers, which
+`python docs/hooks/generated.py --write-readme` rewrites and tests/test_docs.py compares with the cards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ZOO_FOLDER = ROOT / "src" / "pongrl" / "zoo_agents"
+FIGURES = ROOT / "docs" / "data" / "figures.yaml"
+MARKER = re.compile(r"^<!-- generated: ([\w-]+)(?: ([\w.-]+))? -->$", flags=re.MULTILINE)
+README_BEGIN = "<!-- zoo table: generated from src/pongrl/zoo_agents/*.json, do not edit by hand -->"
+README_END = "<!-- end of the zoo table -->"
+
+
+def _import_pongrl():
+    # The checkout being built, not whichever pongrl is installed.
+    if str(ROOT / "src") not in sys.path:
+        sys.path.insert(0, str(ROOT / "src"))
+    import pongrl
+
+    return pongrl
+
+
+def _cards() -> list[dict]:
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(ZOO_FOLDER.glob("*.json"))]
+
+
+def _score(value) -> str:
+    return "-" if value is None else f"{value:+.2f}"
+
+
+def _steps(card: dict) -> str:
+    unit = "agent steps" if card.get("algo") == "selfplay" else "env steps"
+    return f"{card['env_step']:,} {unit}"
+
+
+def _sticky(card: dict) -> str:
+    sticky = card.get("scores", {}).get("sticky_actions")
+    if not sticky:
+        return "-"
+    interval = sticky.get("ci95")
+    games = f"{sticky['games']} games"
+    if interval:
+        return f"{sticky['mean']:+.2f} [{interval[0]:+.1f}, {interval[1]:+.1f}], {games}"
+    return f"{sticky['mean']:+.2f}, {games}"
+
+
+def zoo_table() -> str:
+    """The zoo as a Markdown table: one row per agent, a checkpoint series in one row with its range."""
+    rows = [
+        "| agent | algorithm | trained for | exact: 31 starts (distinct games) | sticky actions 0.25 [95% interval] |",
+        "|---|---|---:|---:|---:|",
+    ]
+    series: dict[str, list[dict]] = {}
+    for card in _cards():
+        if card.get("series"):
+            series.setdefault(card["series"], []).append(card)
+            continue
+        exact = card.get("scores", {}).get("every_start", {})
+        distinct = f" ({exact['distinct_games']})" if exact.get("distinct_games") else ""
+        rows.append(
+            f"| `zoo:{card['name']}` | {card['algo']} | {_steps(card)} | {_score(exact.get('mean'))}{distinct} | "
+            f"{_sticky(card)} |"
+        )
+    for name, members in sorted(series.items()):
+        members.sort(key=lambda card: card["env_step"])
+        exact = [card["scores"]["every_start"]["mean"] for card in members]
+        sticky = [card["scores"]["sticky_actions"]["mean"] for card in members if "sticky_actions" in card["scores"]]
+        sticky_text = f"{min(sticky):+.2f} to {max(sticky):+.2f}" if sticky else "-"
+        rows.append(
+            f"| `zoo:{name}-*` ({len(members)} checkpoints of one run) | {members[0]['algo']} | "
+            f"{members[0]['env_step']:,} to {members[-1]['env_step']:,} agent steps | "
+            f"{min(exact):+.2f} to {max(exact):+.2f} | {sticky_text} |"
+        )
+    return "\n".join(rows)
+
+
+def zoo_cards() -> str:
+    """Every card: how the agent was trained, what it is, and the commands that scored it."""
+    parts = []
+    for card in _cards():
+        scores = card.get("scores", {})
+        lines = [f"### `zoo:{card['name']}`", ""]
+        lines.append(
+            f"{card['algo']}, {card.get('network', 'nature')} network, observation profile "
+            f"`{card.get('obs_profile', 'standard')}`, {_steps(card)}, weights in {card.get('dtype', 'float32')}."
+        )
+        if card.get("note"):
+            lines += ["", card["note"][0].upper() + card["note"][1:].rstrip(".") + "."]
+        lines += ["", "Trained with:", "", "```bash", card["trained_with"], "```", ""]
+        for key, title in (("every_start", "exact protocol"), ("sticky_actions", "sticky actions 0.25")):
+            if key in scores:
+                score = scores[key]
+                interval = score.get("ci95")
+                interval_text = f", 95% interval [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else ""
+                lines.append(
+                    f"- {title}: {score['mean']:+.2f} over {score['games']} games{interval_text}: `{score['command']}`"
+                )
+        if card.get("sha256"):
+            lines += ["", f"SHA-256 of the weights: `{card['sha256']}`"]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _default_text(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, int) and abs(value) >= 10_000:
+        return f"{value:,}"
+    return f"{value}"
+
+
+def hyperparameters(algo: str) -> str:
+    """Every setting of `pongrl train ALGO`: its flag, default (under the default preset) and meaning."""
+    _import_pongrl()
+    from pongrl import config
+
+    cls, presets = config.CONFIG_CLASSES[algo]
+    default_preset = presets.get("default", {})
+    rows = ["| flag | default | meaning |", "|---|---|---|"]
+    for field in fields(cls):
+        if field.name == "algo":
+            continue
+        default = default_preset.get(field.name, field.default if field.default is not MISSING else None)
+        meaning = config.FIELD_HELP.get(field.name)
+        if meaning is None:
+            raise ValueError(f"config.FIELD_HELP has no meaning for {cls.__name__}.{field.name}")
+        flag = "--" + field.name.replace("_", "-")
+        rows.append(f"| `{flag}` | `{_default_text(default)}` | {meaning} |")
+    return "\n".join(rows)
+
+
+def presets(algo: str) -> str:
+    """What each preset of `pongrl train ALGO` changes from the dataclass defaults."""
+    _import_pongrl()
+    from pongrl import config
+
+    cls, table = config.CONFIG_CLASSES[algo]
+    defaults = {field.name: field.default for field in fields(cls)} | table.get("default", {})
+    rows = ["| preset | changes from the defaults above |", "|---|---|"]
+    for name, changes in table.items():
+        changed = {key: value for key, value in changes.items() if key != "algo" and defaults.get(key) != value}
+        text = ", ".join(f"`--{key.replace('_', '-')} {_default_text(value)}`" for key, value in changed.items())
+        rows.append(f"| `{name}` | {text or 'none: the defaults above'} |")
+    return "\n".join(rows)
+
+
+def _subcommands(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield name, helps.get(name, ""), sub
+
+
+def _command_section(path: str, summary: str, parser: argparse.ArgumentParser, level: int) -> list[str]:
+    heading = "#" * level
+    lines = [f"{heading} `{path}`", ""]
+    if summary:
+        lines += [summary[0].upper() + summary[1:] + ".", ""]
+    children = list(_subcommands(parser))
+    if children:
+        for name, help_text, sub in children:
+            lines += _command_section(f"{path} {name}", help_text, sub, level + 1)
+        return lines
+    usage = parser.format_usage().replace("usage: ", "", 1).strip()
+    lines += ["```text", re.sub(r"\s+", " ", usage), "```", ""]
+    rows = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        name = ", ".join(action.option_strings) or (action.metavar or action.dest)
+        if action.option_strings and action.nargs != 0:
+            name += " " + str(action.metavar or action.dest.upper())
+        help_text = (action.help or "").replace("%(default)s", str(action.default)).replace("%%", "%")
+        help_text = re.sub(r"\s+", " ", help_text).replace("|", "\\|")
+        rows.append(f"| `{name}` | {help_text} |")
+    if rows:
+        lines += ["| argument | meaning |", "|---|---|", *rows, ""]
+    return lines
+
+
+def cli_reference() -> str:
+    """Every command and flag of `pongrl`, from the parser `pongrl` itself runs."""
+    _import_pongrl()
+    from pongrl.cli import build_parser
+
+    lines = []
+    for name, help_text, sub in _subcommands(build_parser()):
+        lines += _command_section(f"pongrl {name}", help_text, sub, 2)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def figure(name: str) -> str:
+    """One figure of docs/data/figures.yaml, as the pages quote it."""
+    import yaml
+
+    table = yaml.safe_load(FIGURES.read_text(encoding="utf-8"))
+    if name not in table:
+        raise KeyError(f"docs/data/figures.yaml has no figure {name!r}")
+    return str(table[name]["text"])
+
+
+GENERATORS = {
+    "zoo-table": lambda argument: zoo_table(),
+    "zoo-cards": lambda argument: zoo_cards(),
+    "hyperparameters": hyperparameters,
+    "presets": presets,
+    "cli": lambda argument: cli_reference(),
+    "figure": figure,
+}
+
+
+def expand(markdown: str) -> str:
+    """The page with every marker replaced by its generated block."""
+
+    def replace(match: re.Match) -> str:
+        name, argument = match.group(1), match.group(2)
+        if name not in GENERATORS:
+            raise KeyError(f"unknown generated block {name!r}")
+        return GENERATORS[name](argument)
+
+    return MARKER.sub(replace, markdown)
+
+
+FIGURE = re.compile(r"\{\{ figure ([\w.-]+) \}\}")
+
+
+def expand_figures(markdown: str) -> str:
+    """Inline figures: `{{ figure NAME }}` in running text becomes the figure's text."""
+    return FIGURE.sub(lambda match: figure(match.group(1)), markdown)
+
+
+def on_page_markdown(markdown, page, config, files, **kwargs):
+    from mkdocs.exceptions import PluginError
+
+    try:
+        return expand_figures(expand(markdown))
+    except (KeyError, ValueError) as error:
+        raise PluginError(f"{page.file.src_path}: {error}") from error
+
+
+def readme_with_zoo_table(readme: str) -> str:
+    """The README with its copy of the zoo table regenerated."""
+    head, rest = readme.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    return f"{head}{README_BEGIN}\n{zoo_table()}\n{README_END}{tail}"
+
+
+if __name__ == "__main__":
+    arguments = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    arguments.add_argument("--write-readme", action="store_true", help="rewrite README.md's copy of the zoo table")
+    if arguments.parse_args().write_readme:
+        path = ROOT / "README.md"
+        path.write_text(readme_with_zoo_table(path.read_text(encoding="utf-8")), encoding="utf-8")
+    else:
+        print(zoo_table())
