@@ -15,6 +15,7 @@ import tempfile
 import yaml
 
 from pongrl import zoo
+from pongrl._version import __version__
 from pongrl.agent import SAMPLE_EPSILON_Q, save_safetensors_agent
 from pongrl.arena import load_player, play_match, summarize_match
 from pongrl.checkpoint import write_torch_file
@@ -201,6 +202,7 @@ def _readme(
 
 This is {kind}, trained with pongrl for {step:,} environment steps
 ({"agent steps, two per game step" if algo == "selfplay" else "agent steps of 4 frames"}). It sees {profile}.
+This card was written by pongrl {__version__}.
 
 ## Evaluation against the built-in AI
 

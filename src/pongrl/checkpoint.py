@@ -2,8 +2,9 @@
 
 A checkpoint is `checkpoints/step_<env step>.pt` (a dict of tensors and plain values, loaded with
 `torch.load(weights_only=True)` so loading never runs code) plus `step_<env step>.json`, a small
-manifest with the file's SHA-256, its step and format version. `checkpoints/latest` names the newest
-complete checkpoint; it is replaced only after the checkpoint and its manifest are on disk.
+manifest with the file's SHA-256, its step, format version and the pongrl version that wrote it.
+`checkpoints/latest` names the newest complete checkpoint; it is replaced only after the checkpoint and its
+manifest are on disk.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from pongrl import hub, zoo
+from pongrl._version import __version__
 from pongrl.errors import PongrlError
 
 FORMAT = "pongrl-checkpoint"
@@ -115,6 +117,7 @@ def save_checkpoint(checkpoint_dir: str, payload: dict, keep: int, permanent: bo
         "env_step": int(payload["env_step"]),
         "algo": payload.get("algo"),
         "format_version": FORMAT_VERSION,
+        "pongrl_version": __version__,  # the release that wrote this checkpoint (a run may be resumed by a later one)
         "replay_buffer": payload.get("replay_buffer"),
         "permanent": permanent,
     }
