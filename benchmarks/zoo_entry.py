@@ -9,7 +9,8 @@
 
 Writes src/pongrl/zoo_agents/NAME.safetensors (the playing network, float32, or float16 with --float16)
 and NAME.json: algorithm,
-network, observation profile, env steps, the training command, and two scores against the built-in AI
+network, observation profile, env steps, the training command, the weights' SHA-256 and the pongrl version
+that wrote them, and two scores against the built-in AI
 measured on the shipped file itself (pongrl.evaluation.evaluate_protocols), with the command that replays them:
 - greedy from each of the protocol's 31 no-op starts (exact: the emulator is deterministic; a test
   replays it and checks every start's score), with how many distinct games they were;
@@ -24,7 +25,7 @@ import sys
 
 import torch
 
-from pongrl import zoo
+from pongrl import __version__, zoo
 from pongrl.agent import load_agent, playing_weights, save_safetensors_agent
 from pongrl.checkpoint import atomic_write_bytes, load_checkpoint, resolve
 from pongrl.errors import PongrlError
@@ -107,6 +108,7 @@ def main():
         "source_checkpoint": os.path.basename(source),
         "note": args.note,
         "sha256": sha256,
+        "pongrl_version": __version__,  # the release that added these weights; --rescore keeps it
         "scores": scores(spec),
     }
     atomic_write_bytes(os.path.join(zoo.FOLDER, args.name + ".json"), (json.dumps(card, indent=1) + "\n").encode())

@@ -14,7 +14,6 @@ difference still counts in the mean).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pongrl.errors import PongrlError
 from pongrl.game import CLASSIC_MODE, MAX_CYCLES, MAX_PARALLEL_GAMES, MAX_START_NOOP_FRAMES
 from pongrl.runner import BUILTIN as BUILTIN_AI
 from pongrl.runner import AgentPlayer, GamePlan, play_games, spread
+from pongrl.zoo import file_sha256
 
 BUILTIN = "builtin"
 
@@ -44,14 +44,6 @@ class Player:
     @property
     def is_builtin(self) -> bool:
         return self.agent is None
-
-
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def player_name(path: str, env_step: int) -> str:

@@ -2,19 +2,25 @@
 
 Each agent is two files in `pongrl/zoo_agents/`: NAME.safetensors (the playing network's weights; no
 code runs on load) and NAME.json, its card: algorithm, observation profile, env steps, the command
-that trained it, and its scores against the built-in AI with the commands that measured them.
+that trained it, its scores against the built-in AI with the commands that measured them, the SHA-256 of
+its weights and `pongrl_version`, the pongrl release that added these weights to the zoo.
 `benchmarks/zoo_entry.py` writes both from a checkpoint.
+
+A name may be given to better weights in a later release: the version and the SHA-256 that `pongrl zoo`
+shows say which agent was evaluated (CHANGELOG.md lists every replacement).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import os
 
 from pongrl.errors import PongrlError
 
 PREFIX = "zoo:"
+SHORT_SHA = 12  # hex digits of a weights file's SHA-256 in the table: enough to tell any two files apart
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zoo_agents")
 
 
@@ -56,8 +62,17 @@ def card(name: str) -> dict:
         raise PongrlError(f"{path}: unreadable zoo card ({error})") from None
 
 
+def file_sha256(path: str) -> str:
+    """The SHA-256 of a file's bytes (a weights file's identity: the zoo's listing, the arena's match cache)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def listing() -> list[dict]:
-    """One row per shipped agent: its card's main facts."""
+    """One row per shipped agent: its card's main facts, and the SHA-256 of the weights file itself."""
     rows = []
     for name in names():
         entry = card(name)
@@ -65,6 +80,8 @@ def listing() -> list[dict]:
         rows.append(
             {
                 "name": PREFIX + name,
+                "version": entry.get("pongrl_version"),
+                "sha256": file_sha256(os.path.join(FOLDER, name + ".safetensors")),
                 "series": entry.get("series"),
                 "algo": entry.get("algo"),
                 "network": entry.get("network"),
@@ -90,21 +107,24 @@ def format_listing(rows: list[dict]) -> str:
         return "-" if value is None else f"{value:+.2f}"
 
     lines = [
-        f"{'agent':<24} {'algorithm':<10} {'env steps':>10} {'exact (31 starts)':>17} {'distinct':>8} "
-        f"{'sticky 0.25':>11} {'95% interval':>15} {'MiB':>5}"
+        f"{'agent':<24} {'version':<8} {'sha256':<{SHORT_SHA}} {'algorithm':<10} {'env steps':>10} "
+        f"{'exact (31 starts)':>17} {'distinct':>8} {'sticky 0.25':>11} {'95% interval':>15} {'MiB':>5}"
     ]
     for row in rows:
         interval = "-" if not row["sticky_ci95"] else f"{row['sticky_ci95'][0]:+.1f}..{row['sticky_ci95'][1]:+.1f}"
         distinct = "-" if row["exact_distinct_games"] is None else str(row["exact_distinct_games"])
         lines.append(
-            f"{row['name']:<24} {row['algo']:<10} {row['env_step']:>10,} {score(row['exact']):>17} "
-            f"{distinct:>8} {score(row['sticky']):>11} {interval:>15} {row['megabytes']:>5}"
+            f"{row['name']:<24} {row['version'] or '-':<8} {row['sha256'][:SHORT_SHA]} {row['algo']:<10} "
+            f"{row['env_step']:>10,} {score(row['exact']):>17} {distinct:>8} {score(row['sticky']):>11} "
+            f"{interval:>15} {row['megabytes']:>5}"
         )
     lines.append(
         "scores: mean against the built-in AI, greedy; exact = from each of the 31 no-op starts on the "
         "deterministic emulator (pongrl eval zoo:NAME --every-start), distinct = how many different games "
         "those were; sticky = games under sticky actions 0.25 (the ALE v5 protocol), seed 0, with the 95% "
-        "interval of the mean (pongrl eval zoo:NAME --protocols plays both)"
+        "interval of the mean (pongrl eval zoo:NAME --protocols plays both); version = the pongrl release that "
+        f"added the weights, sha256 = the first {SHORT_SHA} hex digits of the weights file's SHA-256 "
+        "(pongrl zoo --json gives all 64)"
     )
     return "\n".join(lines)
 

@@ -42,8 +42,10 @@ def add_export(commands) -> None:
 
 
 def add_zoo(commands) -> None:
-    zoo = commands.add_parser("zoo", help="list the agents that ship with pongrl (zoo:NAME) with their scores")
-    zoo.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    zoo = commands.add_parser(
+        "zoo", help="list the agents that ship with pongrl (zoo:NAME): version, SHA-256 of the weights, scores"
+    )
+    zoo.add_argument("--json", action="store_true", help="print machine-readable JSON (with the full SHA-256)")
 
 
 def cmd_card(args) -> int:
