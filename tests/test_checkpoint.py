@@ -29,8 +29,11 @@ def assert_same(a, b, where="payload"):
         assert a == b, f"{where}: {a!r} != {b!r}"
 
 
-def trained_state(tmp_path):
-    config = make_config("dqn", "default", dict(buffer_size=400, num_envs=2, batch_size=4, learning_starts=0))
+def trained_state(tmp_path, **settings):
+    """A DQN learner state after three gradient steps on planted transitions; `settings` change its config."""
+    config = make_config(
+        "dqn", "default", dict(buffer_size=400, num_envs=2, batch_size=4, learning_starts=0, **settings)
+    )
     state = DQNState(config, torch.device("cpu"))
     rng = np.random.default_rng(0)
     for t in range(60):
@@ -53,8 +56,19 @@ def trained_state(tmp_path):
     return config, state
 
 
-def test_round_trip_restores_every_piece_of_state(tmp_path):
-    config, state = trained_state(tmp_path)
+# Each Q-network head, and Rainbow's combination with prioritized replay (whose priorities are the buffer's state).
+HEADS = {
+    "expected": {},
+    "dueling": dict(dueling=True),
+    "c51": dict(distributional="c51"),
+    "qr": dict(distributional="qr", quantiles=16),
+    "dueling-c51-prioritized": dict(dueling=True, distributional="c51", prioritized_replay=True),
+}
+
+
+@pytest.mark.parametrize("head", HEADS.values(), ids=HEADS.keys())
+def test_round_trip_restores_every_piece_of_state(tmp_path, head):
+    config, state = trained_state(tmp_path, **head)
     payload = state.payload()
     payload["replay_buffer"] = "replay.npz"
     state.buffer.save(str(tmp_path / "replay.npz"))

@@ -22,7 +22,15 @@ from pongrl.checkpoint import (
 )
 from pongrl.errors import PongrlError
 from pongrl.game import NUM_ACTIONS
-from pongrl.nets import ActorCritic, QNetwork, float32_arithmetic, is_shared_torso, torso_kind, torso_layers
+from pongrl.nets import (
+    ActorCritic,
+    QNetwork,
+    float32_arithmetic,
+    is_shared_torso,
+    q_network_for,
+    torso_kind,
+    torso_layers,
+)
 
 # A DQN agent has no policy to sample from; "sampled" play makes it epsilon-greedy with the
 # evaluation epsilon of the Nature DQN paper.
@@ -130,6 +138,19 @@ class QAgent(Agent):
         layers = {"input": x, **torso_layers(self.network.torso, x)}
         layers["output"] = self.network.head(layers["fc"])
         return {name: value.reshape(len(obs), -1).numpy() for name, value in layers.items()}
+
+    @property
+    def distributional(self) -> str:
+        """The kind of its value head: "none" (expected Q-values), "c51" or "qr"."""
+        return self.network.distributional
+
+    @torch.inference_mode()
+    def distribution(self, obs: np.ndarray) -> np.ndarray:
+        """(N, 6, K) return distributions per action: probabilities on the atoms `self.network.head.support`
+        (C51), or the quantile values at `self.network.head.quantile_fractions` (QR); K = 1, the Q-values,
+        for an expected-value head. Their means (C51, QR) are [`preferences`][]."""
+        with float32_arithmetic(self.network):
+            return self.network.distribution(torch.from_numpy(obs)).numpy()
 
 
 class PolicyAgent(Agent):
@@ -255,7 +276,7 @@ def load_safetensors_agent(path: str, name: str) -> Agent:
     except ValueError:
         raise PongrlError(f"{path}: its env_step metadata is not a number") from None
     if algo == "dqn":
-        network = QNetwork(NUM_ACTIONS, torso_kind(weights))
+        network = q_network_for(weights)
         _load_weights(network, weights, path)
         return QAgent(network, name=name, env_step=env_step)
     if algo not in PLAYING_NETWORK or not seed_keys:
@@ -316,7 +337,7 @@ def _load_torch_file(path: str, name: str) -> Agent:
     step = int(payload.get("env_step", 0))
     weights = playing_weights(payload)
     if payload["algo"] == "dqn":
-        network = QNetwork(NUM_ACTIONS, torso_kind(weights))
+        network = q_network_for(weights)
         _load_weights(network, weights, path)
         agent: Agent = QAgent(network, name=name, env_step=step)
     else:

@@ -2,8 +2,8 @@
 (`branch_run`, `pongrl branch`): an ablation from a common point, leaving the original run as it was.
 
 A branch starts where the run was at a checkpoint (weights, optimizer moments, counters, RNGs, its curve so far).
-Settings that shape what the checkpoint holds (the network, torso sharing, DQN's replay memory, the opponent
-pool's size) stay: the branch point's state would not load under new ones.
+Settings that shape what the checkpoint holds (the network and its head, torso sharing, DQN's replay memory, the
+opponent pool's size) stay: the branch point's state would not load under new ones.
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ from pongrl.errors import PongrlError
 from pongrl.run import METRICS_FILE, checkpoint_dir, open_existing_run, prepare_new_run, refuse_existing_run
 
 SAVED_STATE_SHAPE = {
-    "dqn": {"network", "num_envs", "buffer_size", "n_step", "prioritized_replay"},
+    "dqn": {
+        "network",
+        "num_envs",
+        "buffer_size",
+        "n_step",
+        "prioritized_replay",
+        *("dueling", "distributional", "atoms", "quantiles", "v_min", "v_max"),  # the Q-network's head
+    },
     "ppo": {"network", "share_network"},
     "selfplay": {"network", "share_network"},
 }

@@ -45,6 +45,12 @@ class DQNConfig:
     priority_beta: float = 0.4
     loss: str = "huber"
     max_grad_norm: float = 10.0
+    dueling: bool = False
+    distributional: str = "none"
+    atoms: int = 51
+    quantiles: int = 200
+    v_min: float = -10.0
+    v_max: float = 10.0
     target_update_every: int = 2_000
     epsilon_start: float = 1.0
     epsilon_end: float = 0.01
@@ -88,6 +94,15 @@ FIELD_HELP: dict[str, str] = {
     "priority_beta": "prioritized replay: importance-weight exponent at the start, annealed to 1 at --total-steps",
     "loss": "TD loss: huber or mse",
     "max_grad_norm": "clip the global gradient norm to this (0 = no clipping)",
+    "dueling": "value and advantage streams, Q = V + A - mean over actions of A (Wang et al. 2016)",
+    "distributional": "value head: none (expected Q-values), c51 (a categorical return distribution on fixed atoms, "
+    "Bellemare et al. 2017) or qr (quantile regression with the quantile Huber loss, Dabney et al. 2018); "
+    "with c51 or qr the TD loss is the distributional one and --loss is not used",
+    "atoms": "c51: atoms of the return distribution, evenly spaced on [--v-min, --v-max]",
+    "quantiles": "qr: quantiles of the return distribution",
+    "v_min": "c51: the lowest return the distribution can hold (returns are of clipped rewards; "
+    "a target past the bounds lands on the end atom)",
+    "v_max": "c51: the highest return the distribution can hold",
     "target_update_every": "environment steps between target-network copies",
     "epsilon_start": "exploration epsilon at step 0",
     "epsilon_end": "exploration epsilon after the decay",
@@ -394,6 +409,7 @@ def validate(config) -> None:
         if name in POSITIVE and value <= 0:
             raise PongrlError(f"{flag} must be positive, got {value}")
         if name in NON_NEGATIVE and value < 0:
+    "distributional": ("none", "c51", "qr"),
             raise PongrlError(f"{flag} must not be negative, got {value}")
         if name in STRICTLY_POSITIVE_FLOATS and not value > 0:
             raise PongrlError(f"{flag} must be positive, got {value}")
@@ -405,8 +421,14 @@ def validate(config) -> None:
         raise PongrlError(f"--sticky-actions must be in [0, 1), got {config.sticky_actions}")
     if config.torch_threads > MAX_TORCH_THREADS:  # a typo here would start that many threads at the first layer
         raise PongrlError(f"--torch-threads must be at most {MAX_TORCH_THREADS}, got {config.torch_threads}")
-    if isinstance(config, DQNConfig) and config.buffer_size // config.num_envs < config.n_step + 8:
-        raise PongrlError("--buffer-size is too small for the number of environments")
+    if isinstance(config, DQNConfig):
+        if config.buffer_size // config.num_envs < config.n_step + 8:
+            raise PongrlError("--buffer-size is too small for the number of environments")
+        for flag, count in (("--atoms", config.atoms), ("--quantiles", config.quantiles)):
+            if count < 2:  # one atom or quantile is a point mass: plain DQN with a different loss
+                raise PongrlError(f"{flag} must be at least 2, got {count}")
+        if not config.v_min < config.v_max:
+            raise PongrlError(f"--v-min must be below --v-max, got {config.v_min} and {config.v_max}")
     if isinstance(config, PPOConfig):
         if config.algo != "selfplay" and config.game_mode != 4:
             raise PongrlError(

@@ -83,22 +83,132 @@ def torso_kind(state_dict: dict) -> str:
     return "nature"
 
 
+DISTRIBUTIONAL_KINDS = ("none", "c51", "qr")
+
+
+class QHead(nn.Module):
+    """A Q-network's head past the torso when it is dueling or distributional: features (N, units) in,
+    expected Q-values (N, A) out, like the plain linear head it replaces.
+
+    Each action gets K numbers (`outputs`): K = 1 for an expected value; for C51 (Bellemare et al. 2017) the
+    logits of a categorical distribution on the fixed `support` of K atoms; for QR-DQN (Dabney et al. 2018)
+    K quantile values at the fractions `quantile_fractions`. Dueling (Wang et al. 2016) makes them from a
+    value stream and an advantage stream, V + A - mean over actions of A, per atom as Rainbow does. The
+    support and the fractions are buffers, so a state_dict says what head it came from (`head_settings`).
+    """
+
+    def __init__(
+        self,
+        units: int,
+        num_actions: int,
+        dueling: bool = False,
+        distributional: str = "none",
+        atoms: int = 1,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+    ):
+        super().__init__()
+        self.num_actions, self.distributional = num_actions, distributional
+        self.atoms = 1 if distributional == "none" else atoms
+        if dueling:
+            self.value = nn.Linear(units, self.atoms)
+            self.advantage = nn.Linear(units, num_actions * self.atoms)
+        else:
+            self.output = nn.Linear(units, num_actions * self.atoms)
+        if distributional == "c51":
+            self.register_buffer("support", torch.linspace(v_min, v_max, atoms))
+        elif distributional == "qr":
+            self.register_buffer("quantile_fractions", (torch.arange(atoms, dtype=torch.float32) + 0.5) / atoms)
+
+    @property
+    def dueling(self) -> bool:
+        return hasattr(self, "advantage")
+
+    def outputs(self, features: torch.Tensor) -> torch.Tensor:
+        """(N, A, K): logits (C51), quantile values (QR) or the Q-values themselves (K = 1)."""
+        if not self.dueling:
+            return self.output(features).view(-1, self.num_actions, self.atoms)
+        advantage = self.advantage(features).view(-1, self.num_actions, self.atoms)
+        value = self.value(features).view(-1, 1, self.atoms)
+        return value + advantage - advantage.mean(dim=1, keepdim=True)
+
+    def expected(self, outputs: torch.Tensor) -> torch.Tensor:
+        """Expected Q-values (N, A) from `outputs`."""
+        if self.distributional == "c51":
+            return torch.softmax(outputs, dim=-1) @ self.support
+        return outputs.mean(dim=-1)  # QR: the quantiles are equally likely; K = 1: the value itself
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.expected(self.outputs(features))
+
+
 class QNetwork(nn.Module):
     """Maps a uint8 stack (N, 4, 84, 84) to one Q-value per action.
 
     Pixels are scaled by 1/255 inside the network, so callers hand over raw uint8 frames
-    and the replay buffer never holds floats.
+    and the replay buffer never holds floats. The head is one linear layer (keys `head.weight`,
+    `head.bias`, as every DQN checkpoint before the other heads had it), or a QHead when `dueling`
+    or `distributional`; either way `head(features)` gives the expected Q-values.
     """
 
-    def __init__(self, num_actions: int, network: str = "nature", precision: str = "float32"):
+    def __init__(
+        self,
+        num_actions: int,
+        network: str = "nature",
+        precision: str = "float32",
+        dueling: bool = False,
+        distributional: str = "none",
+        atoms: int = 51,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+    ):
         super().__init__()
         self.torso = conv_torso(network)
-        self.head = nn.Linear(TORSOS[network][1], num_actions)
+        units = TORSOS[network][1]
+        if dueling or distributional != "none":
+            self.head: nn.Module = QHead(units, num_actions, dueling, distributional, atoms, v_min, v_max)
+        else:
+            self.head = nn.Linear(units, num_actions)
         self.bfloat16 = precision == "bfloat16"
 
-    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+    @property
+    def distributional(self) -> str:
+        return getattr(self.head, "distributional", "none")
+
+    def features(self, frames: torch.Tensor) -> torch.Tensor:
         x = frames.float().mul_(1.0 / 255.0)
-        return self.head(torso_features(self.torso, x, self.bfloat16))
+        return torso_features(self.torso, x, self.bfloat16)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(frames))
+
+    def outputs(self, frames: torch.Tensor) -> torch.Tensor:
+        """The head's numbers per action before they are reduced to expected Q-values (N, A, K)."""
+        features = self.features(frames)
+        return self.head.outputs(features) if isinstance(self.head, QHead) else self.head(features).unsqueeze(-1)
+
+    def distribution(self, frames: torch.Tensor) -> torch.Tensor:
+        """The return distribution per action (N, A, K): probabilities on `head.support` (C51), or the
+        quantile values at `head.quantile_fractions` (QR; the Q-values, K = 1, for an expected-value head)."""
+        outputs = self.outputs(frames)
+        return torch.softmax(outputs, dim=-1) if self.distributional == "c51" else outputs
+
+
+def head_settings(state_dict: dict) -> dict:
+    """The QNetwork head settings (dueling, distributional, atoms, v_min, v_max) a state_dict was saved
+    with, read from its keys and buffers, so that a bare weights file rebuilds the network it came from."""
+    settings: dict = {"dueling": "head.value.weight" in state_dict, "distributional": "none"}
+    if "head.support" in state_dict:
+        support = state_dict["head.support"]
+        settings.update(distributional="c51", atoms=len(support), v_min=float(support[0]), v_max=float(support[-1]))
+    elif "head.quantile_fractions" in state_dict:
+        settings.update(distributional="qr", atoms=len(state_dict["head.quantile_fractions"]))
+    return settings
+
+
+def q_network_for(state_dict: dict) -> QNetwork:
+    """An untrained QNetwork of the torso and head a state_dict was saved from (load the weights into it)."""
+    return QNetwork(NUM_ACTIONS, torso_kind(state_dict), **head_settings(state_dict))
 
 
 def layer_init(layer: nn.Module, std: float = 2**0.5, bias: float = 0.0) -> nn.Module:

@@ -2,7 +2,8 @@
 
 Mnih et al. (2015) with the options that make it learn faster: n-step returns, double DQN,
 Huber loss, gradient clipping, and prioritized replay behind `--prioritized-replay`. `--preset seed`
-turns them off to reproduce the blog's TF-Agents run.
+turns them off to reproduce the blog's TF-Agents run. `--dueling` and `--distributional c51|qr` change
+the Q-network's head (pongrl.nets.QHead) and, for a distributional head, the loss (distributional.py).
 
 The loop collects `num_envs` steps at a time on ale-py's C++ vector env. Actions are sent to the
 emulators first and the gradient steps run while the emulator threads play (`send` ... `recv`),
@@ -22,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from pongrl.agent import QAgent
+from pongrl.algos.distributional import distributional_losses
 from pongrl.checkpoint import checkpoint_name, save_checkpoint
 from pongrl.envs import make_vector_env
 from pongrl.game import NUM_ACTIONS
@@ -82,17 +84,27 @@ def _to_device(frames: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(frames).to(device).contiguous(memory_format=torch.channels_last)
 
 
+def make_q_network(config) -> QNetwork:
+    """The Q-network a run's settings ask for: its torso, precision and head."""
+    return QNetwork(
+        NUM_ACTIONS,
+        config.network,
+        config.precision,
+        dueling=config.dueling,
+        distributional=config.distributional,
+        atoms=config.quantiles if config.distributional == "qr" else config.atoms,
+        v_min=config.v_min,
+        v_max=config.v_max,
+    )
+
+
 class DQNState(LearnerState):
     """Everything a DQN run carries across a stop; the replay buffer is saved beside the checkpoint."""
 
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, grad_steps=0, last_target_update=0, train_credit=0)
-        self.q_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(
-            device, memory_format=torch.channels_last
-        )
-        self.target_network = QNetwork(NUM_ACTIONS, config.network, config.precision).to(
-            device, memory_format=torch.channels_last
-        )
+        self.q_network = make_q_network(config).to(device, memory_format=torch.channels_last)
+        self.target_network = make_q_network(config).to(device, memory_format=torch.channels_last)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = make_adam(self.q_network.parameters(), config.learning_rate, config.adam_eps)
         if config.prioritized_replay:
@@ -276,21 +288,29 @@ def _gradient_step(config, buffer, rng, q_network, target_network, optimizer, de
     actions = torch.from_numpy(batch["actions"]).to(device)
     returns = torch.from_numpy(batch["returns"]).to(device)
     discounts = torch.from_numpy(batch["discounts"]).to(device)
-    with torch.no_grad():
-        next_q_target = target_network(next_obs)
-        next_q_online = q_network(next_obs) if config.double_dqn else None
-        targets = td_targets(returns, discounts, next_q_target, next_q_online)
     weights = torch.from_numpy(batch["weights"]).to(device) if "weights" in batch else None
-    q_values = q_network(obs)
-    q_taken = q_values.gather(1, actions.unsqueeze(1)).squeeze(1)
-    loss = td_loss(q_taken, targets, config.loss, weights)
+    if config.distributional == "none":
+        with torch.no_grad():
+            next_q_target = target_network(next_obs)
+            next_q_online = q_network(next_obs) if config.double_dqn else None
+            targets = td_targets(returns, discounts, next_q_target, next_q_online)
+        q_values = q_network(obs)
+        q_taken = q_values.gather(1, actions.unsqueeze(1)).squeeze(1)
+        loss = td_loss(q_taken, targets, config.loss, weights)
+        errors = targets - q_taken.detach()
+    else:
+        losses, q_taken = distributional_losses(
+            q_network, target_network, obs, next_obs, actions, returns, discounts, config.double_dqn
+        )
+        loss = losses.mean() if weights is None else (weights * losses).mean()
+        errors = losses.detach()  # each transition's own loss is its priority (Hessel et al. 2018)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if config.max_grad_norm > 0:
         torch.nn.utils.clip_grad_norm_(q_network.parameters(), config.max_grad_norm)
     optimizer.step()
     if weights is not None:
-        buffer.update_priorities(batch["env"], batch["slot"], (targets - q_taken.detach()).cpu().numpy())
+        buffer.update_priorities(batch["env"], batch["slot"], errors.cpu().numpy())
     return loss.item(), q_taken.mean().item()
 
 

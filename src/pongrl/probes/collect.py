@@ -35,7 +35,7 @@ from pongrl.runner import BUILTIN as BUILTIN_AI
 from pongrl.runner import AgentPlayer, GamePlan, play_games
 from pongrl.checkpoint import TEMP_PREFIX, atomic_write_bytes, atomic_write_file
 from pongrl.errors import PongrlError
-from pongrl.nets import ActorCritic, QNetwork, torso_kind
+from pongrl.nets import ActorCritic, head_settings, q_network_for, torso_kind
 from pongrl.probes.labels import STEP_LABELS, predictive_labels, read_labels
 from pongrl.run import StopSignal
 
@@ -92,7 +92,12 @@ def architecture(agent: Agent) -> str:
     """A readable name of an agent's architecture: what its untrained twin must share."""
     torso = torso_kind(agent.network.state_dict())
     if isinstance(agent, QAgent):
-        return f"q-{torso}"
+        head = head_settings(agent.network.state_dict())
+        return (
+            f"q-{torso}"
+            + ("-dueling" if head["dueling"] else "")
+            + (f"-{head['distributional']}{head['atoms']}" if head["distributional"] != "none" else "")
+        )
     return f"actor-critic-{torso}-{'shared' if agent.network.share_network else 'separate'}-{agent.obs_profile}"
 
 
@@ -101,7 +106,7 @@ def random_init_like(agent: Agent, name: str = "random-init") -> Agent:
     torch.manual_seed(RANDOM_INIT_SEED)
     weights = agent.network.state_dict()
     if isinstance(agent, QAgent):
-        return QAgent(QNetwork(NUM_ACTIONS, torso_kind(weights)), name=name)
+        return QAgent(q_network_for(weights), name=name)
     network = ActorCritic(NUM_ACTIONS, share_network=agent.network.share_network, network=torso_kind(weights)).eval()
     return PolicyAgent(network, agent.obs_profile, name=name)
 
