@@ -389,6 +389,7 @@ UNIT_INTERVAL = {
 CHOICES = {
     "on_disk_error": ("stop", "continue"),
     "loss": ("huber", "mse"),
+    "distributional": ("none", "c51", "qr"),
     "device": ("cpu", "cuda", "auto"),
     "env": ("fast", "reference"),
     "obs": ("standard", "seed"),
@@ -409,7 +410,6 @@ def validate(config) -> None:
         if name in POSITIVE and value <= 0:
             raise PongrlError(f"{flag} must be positive, got {value}")
         if name in NON_NEGATIVE and value < 0:
-    "distributional": ("none", "c51", "qr"),
             raise PongrlError(f"{flag} must not be negative, got {value}")
         if name in STRICTLY_POSITIVE_FLOATS and not value > 0:
             raise PongrlError(f"{flag} must be positive, got {value}")
