@@ -126,6 +126,37 @@ def test_resume_from_an_older_checkpoint_drops_the_later_rows(tmp_path, capsys):
     assert metric_steps(run_dir) == [100, 200, 300]
 
 
+def test_resuming_a_run_to_the_total_it_reached_says_it_is_complete_and_writes_nothing(tmp_path, capsys):
+    # A script that resumes to the same total until it succeeds must stop once the run got there.
+    from pongrl import Run
+
+    run_dir = str(tmp_path / "run")
+    assert main(["train", "dqn", "--run-dir", run_dir, "--total-steps", "200", *SMALL]) == 0
+    capsys.readouterr()
+
+    def files():
+        found = {}
+        for folder, _, names in os.walk(run_dir):
+            for name in names:
+                path = os.path.join(folder, name)
+                with open(path, "rb") as handle:
+                    found[path] = (os.stat(path).st_mtime_ns, handle.read())
+        return found
+
+    before = files()
+    checkpoint = os.path.join(run_dir, "checkpoints", "step_000000000200.pt")
+    code, out, err = run(["resume", run_dir, "--total-steps", "200"], capsys)
+    assert code == 0, err
+    assert err == f"pongrl: {run_dir} is complete: step 200, checkpoint {checkpoint}; nothing to train\n"
+    assert files() == before
+    complete = Run(run_dir).resume(total_steps=200)
+    assert (complete.outcome.step, complete.outcome.checkpoint, complete.outcome.finished) == (200, checkpoint, True)
+    assert complete.run_dir == run_dir and files() == before
+    code, _, err = run(["resume", run_dir, "--total-steps", "100"], capsys)  # fewer steps than done
+    assert code == 1 and "the checkpoint is at step 200" in err
+    assert files() == before
+
+
 def test_eval_plays_whole_games(trained_run, capsys):
     threads_before = torch.get_num_threads()
     try:

@@ -33,10 +33,17 @@ POOL_SHAPE = {"num_envs", "opponent_pool", "pool_size"}
 
 
 def resume_point(
-    run_dir: str, config, checkpoint: str | None = None, extra_steps: int | None = None, total_steps: int | None = None
+    run_dir: str,
+    config,
+    checkpoint: str | None = None,
+    extra_steps: int | None = None,
+    total_steps: int | None = None,
+    complete_ok: bool = False,
 ) -> tuple[dict, int]:
     """The checkpoint a resume or a branch continues from (`checkpoint`, which must be the run's, or the
-    run's latest); sets config.total_steps from `extra_steps` or `total_steps`. Returns (payload, step)."""
+    run's latest); sets config.total_steps from `extra_steps` or `total_steps`. Returns (payload, step).
+    With `complete_ok` a `total_steps` the checkpoint has already reached is accepted (the run is complete:
+    config.total_steps == step), so that a resume asked for the same total again is not an error."""
     chosen = checkpoint or resolve(run_dir)
     if checkpoint and os.path.dirname(os.path.abspath(resolve(checkpoint))) != os.path.abspath(checkpoint_dir(run_dir)):
         raise PongrlError(f"{checkpoint}: not a checkpoint of run {run_dir}")
@@ -46,6 +53,8 @@ def resume_point(
         config.total_steps = step + extra_steps
     elif total_steps:
         config.total_steps = total_steps
+    if complete_ok and total_steps == step:
+        return payload, step
     if config.total_steps <= step:
         raise PongrlError(f"the checkpoint is at step {step}; ask for more with --extra-steps N or --total-steps N")
     return payload, step

@@ -135,17 +135,25 @@ class Run:
     ) -> "Run":
         """Continue training from `checkpoint` (the latest by default) for `extra_steps` more or up to
         `total_steps`; the curve is spliced at the checkpoint. Only the settings of RESUME_SETTINGS (device,
-        threads, precision, reporting) may change: the others are the experiment ([`branch`][] changes them)."""
+        threads, precision, reporting) may change: the others are the experiment ([`branch`][] changes them).
+        A run whose checkpoint is already at `total_steps` is complete: it is returned as it is, nothing written
+        (so a script may resume to the same total until it succeeds); fewer steps than done is an error."""
         from pongrl.branching import resume_point
 
         config = open_existing_run(self.run_dir)
         writes = _writes_run_files(config.algo, self.run_dir)
-        payload, step = resume_point(self.run_dir, config, self._checkpoint_path(checkpoint), extra_steps, total_steps)
+        payload, step = resume_point(
+            self.run_dir, config, self._checkpoint_path(checkpoint), extra_steps, total_steps, complete_ok=True
+        )
         fixed = sorted(name for name in settings if name not in config_module.RESUME_SETTINGS)
         if fixed:
             raise PongrlError(
                 f"{fixed[0]} is the experiment's setting and cannot change on resume (branch may change it)"
             )
+        if step == config.total_steps:
+            message = f"{self.run_dir} is complete: step {step}, checkpoint {payload['path']}; nothing to train"
+            _say(verbose, message)
+            return Run(self.run_dir, TrainingOutcome(step, payload["path"], 0, message))
         for name, value in sorted(settings.items()):
             if value is not None:
                 setattr(config, name, value)
