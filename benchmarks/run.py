@@ -1,7 +1,7 @@
 """Side-by-side speed benchmarks: pongrl against what a user would pick instead, alternating A B A B.
 
     pip install -e ".[bench]"          # Stable-Baselines3, only for these benchmarks
-    python benchmarks/run.py            # full lengths, writes docs/BENCHMARKS.md
+    python benchmarks/run.py            # full lengths, writes docs/speed.md
     python benchmarks/run.py --quick    # shorter, for a smoke check
 
 Cases (same hyperparameters on both sides, the RL Baselines3 Zoo's Atari settings, `--preset zoo` in pongrl):
@@ -190,7 +190,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="shorter timed spans")
     parser.add_argument("--repeats", type=int, default=2, help="A B pairs per case (default 2)")
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    parser.add_argument("--out", default=os.path.join(HERE, "..", "docs", "BENCHMARKS.md"))
+    parser.add_argument("--out", default=os.path.join(HERE, "..", "docs", "speed.md"))
     parser.add_argument("--worker", nargs=4, metavar=("CASE", "SIDE", "WARMUP", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

@@ -7,6 +7,7 @@ this MkDocs hook (`hooks:` in mkdocs.yml) replaces the marker when the site is b
 - `zoo-cards`: every card in full (how it was trained, its note, the commands that scored it);
 - `hyperparameters ALGO`: every setting of `pongrl train ALGO` with its default and meaning, from the config
   dataclasses and `FIELD_HELP` in src/pongrl/config.py, and each preset's changes;
+- `metrics ALGO`: the columns of a run's metrics.csv, from the learner's own list, each with its meaning;
 - `cli`: every command and flag of `pongrl`, from its own argparse parser;
 - `figure NAME`: one number from docs/data/figures.yaml, the one source of figures quoted on several pages.
 
@@ -165,6 +166,56 @@ def presets(algo: str) -> str:
     return "\n".join(rows)
 
 
+# What each column of a run's metrics.csv means; a column the learners write without a meaning here stops the build.
+METRIC_MEANINGS = {
+    "env_step": "environment steps so far (agent steps in self-play: two per game step), all parallel envs together",
+    "wall_seconds": "wall-clock seconds since the run started, across resumes",
+    "episodes": "training games finished so far",
+    "average_return": "mean true game score (-21..21) of the last 10 training games",
+    "average_length": "mean length in agent steps of the last 10 training games",
+    "loss": "mean TD loss over the interval's gradient steps (Huber or squared, per `--loss`)",
+    "q_mean": "mean Q-value of the actions taken in the sampled batches: rises as the agent expects to win",
+    "epsilon": "exploration epsilon at the row's step",
+    "steps_per_second": "environment steps per second over the interval",
+    "env_seconds": "seconds spent stepping the emulators",
+    "inference_seconds": "seconds spent choosing actions (forward passes)",
+    "update_seconds": "seconds spent in gradient steps",
+    "eval_seconds": "seconds spent in evaluations against the built-in AI",
+    "eval_mean_return": "mean true score of the evaluation's greedy games against the built-in AI",
+    "eval_std_return": "their standard deviation",
+    "points_won": "points the learner won in the interval's games",
+    "points_lost": "points it lost",
+    "serve_penalties": "two-player games: serve penalties (a player that did not serve within two seconds)",
+    "policy_loss": "PPO's clipped surrogate loss",
+    "value_loss": "the value function's loss (clipped as CleanRL does unless `--no-clip-vloss`)",
+    "entropy": "mean entropy of the policy: falls as it grows sure of its actions",
+    "approx_kl": "approximate KL divergence between the policy before and after the update",
+    "clip_fraction": "fraction of samples whose probability ratio was clipped",
+    "explained_variance": "how much of the returns' variance the value function explains (1 is perfect)",
+    "learning_rate": "the learning rate at the row's step (annealed with `--anneal-lr`)",
+    "return_first_0": "self-play: mean score of the right paddle's last games",
+    "return_second_0": "self-play: mean score of the left paddle's last games",
+    "eval_sampled_mean_return": "mean score of the evaluation's games with actions sampled from the policy",
+    "eval_sampled_std_return": "their standard deviation",
+    "return_vs_pool": "self-play: the learner's mean score in games against the opponent pool",
+    "return_vs_scripted": "self-play: the learner's mean score in games against scripted opponents",
+    "return_vs_agents": "self-play: the learner's mean score in games against fixed agents",
+    "return_vs_builtin": "self-play: the learner's mean score in games against the built-in AI",
+}
+
+
+def metrics(algo: str) -> str:
+    """The columns of a run's metrics.csv for ALGO, each with its meaning."""
+    _import_pongrl()
+    module = __import__("pongrl.algos." + ("dqn" if algo == "dqn" else "ppo"), fromlist=["METRIC_COLUMNS"])
+    rows = ["| column | meaning |", "|---|---|"]
+    for column in module.METRIC_COLUMNS:
+        if column not in METRIC_MEANINGS:
+            raise ValueError(f"METRIC_MEANINGS in docs/hooks/generated.py has no meaning for the column {column!r}")
+        rows.append(f"| `{column}` | {METRIC_MEANINGS[column]} |")
+    return "\n".join(rows)
+
+
 def _subcommands(parser: argparse.ArgumentParser):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -227,6 +278,7 @@ GENERATORS = {
     "hyperparameters": hyperparameters,
     "presets": presets,
     "cli": lambda argument: cli_reference(),
+    "metrics": metrics,
     "figure": figure,
 }
 
