@@ -9,6 +9,7 @@ this MkDocs hook (`hooks:` in mkdocs.yml) replaces the marker when the site is b
   dataclasses and `FIELD_HELP` in src/pongrl/config.py, and each preset's changes;
 - `metrics ALGO`: the columns of a run's metrics.csv, from the learner's own list, each with its meaning;
 - `cli`: every command and flag of `pongrl`, from its own argparse parser;
+- `include FILE`: a file at the repository's root (the changelog, the citation);
 - `figure NAME`: one number from docs/data/figures.yaml, the one source of figures quoted on several pages.
 
 A marker with an unknown name, or a figure that is not in the data file, stops the build. The README is read on
@@ -272,6 +273,18 @@ def figure(name: str) -> str:
     return str(table[name]["text"])
 
 
+def include(name: str) -> str:
+    """A file at the repository's root (CHANGELOG.md, CITATION.cff), so the site shows the one copy: Markdown as
+    it is (its headings one level down), anything else as a code block."""
+    path = ROOT / name
+    if path.parent != ROOT or not path.is_file():
+        raise ValueError(f"no file {name!r} at the repository's root")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".md":
+        return re.sub(r"^(#+) ", r"#\1 ", text, flags=re.MULTILINE)
+    return f"```yaml\n{text.rstrip()}\n```"
+
+
 GENERATORS = {
     "zoo-table": lambda argument: zoo_table(),
     "zoo-cards": lambda argument: zoo_cards(),
@@ -280,6 +293,7 @@ GENERATORS = {
     "cli": lambda argument: cli_reference(),
     "metrics": metrics,
     "figure": figure,
+    "include": include,
 }
 
 
