@@ -118,3 +118,56 @@ def test_a_reseeded_emulator_keeps_its_sticky_actions_and_replays_its_stream():
     first = rams(1)
     assert (rams(2) != first).any()
     np.testing.assert_array_equal(rams(1), first)
+
+
+@pytest.mark.parametrize("sticky_actions", [0.0, 0.25])
+def test_the_seed_view_sees_what_the_cards_supersuit_chain_sees(sticky_actions):
+    # The same emulator frames through pongrl's seed view of the single-player game and through SuperSuit's own
+    # wrappers on Gymnasium's PongNoFrameskip-v4 (the self-play card's chain): the same pixels, max-pool, stack
+    # and blanked score, and with sticky actions the same repeats when the emulator gets the same seed. The
+    # chains differ only in their starts: the card's plays no no-op frames, so the seed view starts from 0 here.
+    from pongrl.envs.card_chain import make_card_chain_env
+
+    chain = make_card_chain_env(sticky_actions)
+    chain_obs, info = chain.reset(seed=11)
+    emulator_seed = int(info["seeds"][1])  # what Gymnasium's env gave the emulator
+    assert emulator_seed < 2**31, "PongGame takes seeds below 2**31"
+    game = PongGame(0, profile="seed", sticky_actions=sticky_actions)
+    game.seed_emulator(emulator_seed)
+    np.testing.assert_array_equal(game.reset(0), chain_obs)
+    assert chain_obs.shape == (84, 84, 4) and chain_obs[:, :, :3].max() == 0, "a reset stack holds one frame"
+    rng = np.random.default_rng(0)
+    points = 0
+    for step in range(500):
+        action = int(rng.integers(0, 6))
+        chain_obs, chain_reward, *_ = chain.step(action)
+        game_obs, game_reward, *_ = game.step(action)
+        np.testing.assert_array_equal(game_obs, chain_obs, err_msg=f"step {step}")
+        assert game_reward == chain_reward, step
+        points += game_reward != 0
+    assert points >= 5, "the comparison covered scored points"
+    assert chain_obs[:9].max() == 0 and chain_obs[9:].max() > 0, "score rows blank, the court seen"
+    chain.close()
+
+
+def test_the_card_chain_plays_pongrls_game_from_no_no_op_frames(capsys):
+    # Without sticky actions a greedy agent's game through the card's chain is pongrl's game from start 0.
+    from pongrl.agent import load_agent
+    from pongrl.evaluation import evaluate_card_chain, play_games
+
+    agent = load_agent("zoo:selfplay-small-0252k")  # a short game: the early self-play agent loses it quickly
+    [through_card] = evaluate_card_chain(agent, 1, seed=5)
+    [through_pongrl] = play_games(lambda obs: agent.act(obs), 1, 5, "seed", starts=[0])
+    assert through_card["points_won"] + through_card["points_lost"] >= 21
+    for key in ("score", "points_won", "points_lost", "length"):
+        assert through_card[key] == through_pongrl[key], key
+    with pytest.raises(PongrlError, match="standard view"):
+        evaluate_card_chain(load_agent("zoo:dqn"), 1, seed=0)
+    from cli_helpers import run
+
+    for args, message in (
+        (["zoo:dqn"], "zoo:dqn sees pongrl's standard view"),
+        (["zoo:selfplay", "--every-start"], "--chain card plays games against the built-in AI through the self-play"),
+    ):
+        code, _, err = run(["eval", *args, "--chain", "card"], capsys)
+        assert code == 1 and message in err and len(err.splitlines()) == 1

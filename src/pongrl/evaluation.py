@@ -126,6 +126,63 @@ def evaluate_agent(
     )
 
 
+CARD_CHAIN_SLOTS = 16  # games played side by side through the card's chain, one network call per step for all
+
+
+def evaluate_card_chain(
+    agent, episodes: int, seed: int, epsilon: float = 0.0, sticky_actions: float = 0.0
+) -> list[dict]:
+    """A seed-view agent against the built-in AI through the self-play card's own chain (Gymnasium's
+    PongNoFrameskip-v4 and SuperSuit's wrappers, pongrl.envs.card_chain): the games a user of the card's
+    `Agent` plays. Unlike pongrl's games, every game starts without no-op frames. Game k's emulator is seeded
+    with seed + k, whatever the number of games. Returns one dict per game (score, points, length,
+    whether the frame cap cut it)."""
+    from pongrl.envs.card_chain import make_card_chain_env
+
+    if agent.obs_profile != "seed":
+        raise PongrlError(
+            f"{agent.name} sees pongrl's {agent.obs_profile} view; the card's chain shows the self-play card's view"
+        )
+    if episodes <= 0:
+        raise PongrlError(f"the number of games must be positive, got {episodes}")
+    if not 0.0 <= sticky_actions < 1.0:
+        raise PongrlError(f"the sticky-action probability must be in [0, 1), got {sticky_actions}")
+    rng = np.random.default_rng(seed)
+    envs = [make_card_chain_env(sticky_actions) for _ in range(min(episodes, CARD_CHAIN_SLOTS))]
+    obs = np.zeros((len(envs), *envs[0].observation_space.shape), np.uint8)
+    playing: list[dict | None] = [None] * len(envs)  # each slot's game so far
+    games: list[dict] = [{} for _ in range(episodes)]
+    queued = iter(range(episodes))
+
+    def start(slot: int) -> None:
+        game = next(queued, None)
+        playing[slot] = None if game is None else {"game": game, "won": 0, "lost": 0, "length": 0}
+        if game is not None:
+            obs[slot] = envs[slot].reset(seed=seed + game)[0]
+
+    for slot in range(len(envs)):
+        start(slot)
+    while any(playing):
+        live = [slot for slot, game in enumerate(playing) if game is not None]
+        for slot, action in zip(live, agent.act(obs[live], epsilon, rng)):
+            obs[slot], reward, terminated, truncated, _ = envs[slot].step(int(action))
+            game = playing[slot]
+            game["won" if reward > 0 else "lost"] += abs(int(reward))
+            game["length"] += 1
+            if terminated or truncated:
+                games[game["game"]] = {
+                    "score": game["won"] - game["lost"],
+                    "points_won": game["won"],
+                    "points_lost": game["lost"],
+                    "length": game["length"],
+                    "truncated": bool(truncated and not terminated),
+                }
+                start(slot)
+    for env in envs:
+        env.close()
+    return games
+
+
 def evaluate_every_start(agent, seed: int = 0) -> list[dict]:
     """Greedy play from each of the protocol's starts (0..NOOP_MAX no-op frames), one game each. The
     emulator has no randomness of its own (no sticky actions) and greedy play none either, so a start

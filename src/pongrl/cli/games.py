@@ -90,6 +90,14 @@ def add_eval(commands) -> None:
         "with how many distinct games they were) and sticky actions 0.25 over --episodes "
         "greedy games (default 100) with the 95%% interval of the mean",
     )
+    evaluate.add_argument(
+        "--chain",
+        choices=("pongrl", "card"),
+        default="pongrl",
+        help="the games' observation chain: pongrl's own (default), or, for agents with the self-play card's view, "
+        "the card's chain as its users run it: Gymnasium's PongNoFrameskip-v4 with SuperSuit's wrappers, every "
+        "game started without no-op frames",
+    )
     add_sticky_actions(evaluate)
     add_two_agent_rules(evaluate)
     add_torch_threads(evaluate)
@@ -214,7 +222,13 @@ def _refuse_clashes(option: str, what_it_plays: str, clashes: tuple) -> None:
 
 def cmd_eval(args) -> int:
     from pongrl.agent import load_agent
-    from pongrl.evaluation import count_outcomes, evaluate_agent, evaluate_every_start, summarize
+    from pongrl.evaluation import (
+        count_outcomes,
+        evaluate_agent,
+        evaluate_card_chain,
+        evaluate_every_start,
+        summarize,
+    )
 
     if not 0.0 <= args.epsilon <= 1.0:
         raise PongrlError(f"--epsilon must be in [0, 1], got {args.epsilon}")
@@ -243,6 +257,17 @@ def cmd_eval(args) -> int:
                 ("--sticky-actions", args.sticky_actions > 0),
             ),
         )
+    if args.chain == "card":
+        _refuse_clashes(
+            "--chain card",
+            "games against the built-in AI through the self-play card's chain",
+            (
+                ("--every-start", args.every_start),
+                ("--protocols", args.protocols),
+                ("--sample", args.sample),
+                ("--opponent", not against_builtin),
+            ),
+        )
     if against_builtin:
         from pongrl.arena import refuse_game_mode_against_builtin
 
@@ -255,6 +280,8 @@ def cmd_eval(args) -> int:
     agent = load_agent(args.checkpoint)
     if args.every_start:
         games = evaluate_every_start(agent, args.seed)
+    elif args.chain == "card":
+        games = evaluate_card_chain(agent, episodes, args.seed, args.epsilon, sticky_actions=args.sticky_actions)
     else:
         games = evaluate_agent(agent, episodes, args.seed, args.epsilon, sticky_actions=args.sticky_actions)
     summary = summarize(games)
@@ -268,6 +295,7 @@ def cmd_eval(args) -> int:
                     "seed": args.seed,
                     "every_start": args.every_start,
                     "sticky_actions": args.sticky_actions,
+                    "chain": args.chain,
                     **summary,
                     "per_game": games,
                 }
@@ -290,9 +318,11 @@ def cmd_eval(args) -> int:
         )
     else:
         sticky = f", sticky actions {args.sticky_actions:g}" if args.sticky_actions else ""
+        chain = " through the self-play card's chain" if args.chain == "card" else ""
+        interval = "" if summary["ci95"] is None else " (95% interval {:+.2f}..{:+.2f})".format(*summary["ci95"])
         print(
             f"{agent.name} (step {agent.env_step}): mean score {summary['mean']:+.2f} +- {summary['std']:.2f} "
-            f"over {summary['games']} games against the built-in AI{sticky}"
+            f"over {summary['games']} games against the built-in AI{sticky}{chain}" + (interval if chain else "")
         )
     return 0
 
