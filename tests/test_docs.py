@@ -77,3 +77,38 @@ def test_the_readme_quotes_the_figures_as_their_one_source_gives_them():
             r"(\d+(?:\.\d+)?)x (?:the reference|SuperSuit|faster than (?:PettingZoo|SuperSuit))", text
         ):
             assert match.group(1) + "x" == figures["two_player_speedup"]["text"], (page, match.group(0))
+
+
+# Words of how pongrl was developed: numbered work sessions, rounds and issues. Users meet dates and versions.
+PROCESS_WORDS = re.compile(r"(?:\b|_)(?:sessions?|rounds?|issues?)[ _-]?#?\d+|\bthe issue's\b", re.IGNORECASE)
+
+
+def _user_facing_texts():
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for path in tracked:
+        yield "file name", path
+        if path in ("README.md", "CHANGELOG.md", "CITATION.cff") or (
+            path.startswith("docs/") and path.endswith((".md", ".ipynb", ".yaml"))
+        ):
+            yield path, (ROOT / path).read_text(encoding="utf-8")
+        elif path.startswith("src/pongrl/zoo_agents/") and path.endswith(".json"):
+            yield path, (ROOT / path).read_text(encoding="utf-8")
+
+
+def test_nothing_a_user_reads_speaks_of_how_pongrl_was_developed():
+    from pongrl.cli import build_parser
+
+    found = []
+    for where, text in _user_facing_texts():
+        found += [(where, match.group(0)) for match in PROCESS_WORDS.finditer(text)]
+    for parser in _leaf_parsers(build_parser()):
+        found += [(parser.prog, match.group(0)) for match in PROCESS_WORDS.finditer(parser.format_help())]
+    assert not found, found[:20]
+
+
+def test_the_process_words_check_catches_them():
+    assert PROCESS_WORDS.search("resumed over sessions 27-31") and PROCESS_WORDS.search("(session 25)")
+    assert PROCESS_WORDS.search("the target of issue 39") and PROCESS_WORDS.search("learning_ppo_seed1_session25.png")
+    assert not PROCESS_WORDS.search("three interleaved rounds of 10 s, 2026-12-03, version 0.2.0")
