@@ -40,7 +40,7 @@ def conv_torso(network: str = "nature") -> nn.Sequential:
 def torso_features(torso: nn.Sequential, x: torch.Tensor, bfloat16: bool) -> torch.Tensor:
     """The torso's features in float32. With `bfloat16` the torso runs under autocast (its weights stay
     float32, the convolutions and the dense layer compute in bfloat16): a PPO update step ran 1.6x faster
-    on a CPU with bfloat16 units (docs/BENCHMARKS.md). The heads after it, and so the logits, values and
+    on a CPU with bfloat16 units (docs/speed.md). The heads after it, and so the logits, values and
     Q-values the losses are made of, stay float32."""
     with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=bfloat16):
         return torso(x).float()

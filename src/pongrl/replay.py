@@ -97,7 +97,7 @@ class FrameReplayBuffer:
         The array is laid out frames-last in memory (a transposed view of (B,84,84,4)), which is the
         channels_last layout the network runs in, so torch takes it without a copy: gathering into this
         layout costs 0.4-0.7 ms more per 32 stacks than into (B,4,84,84), and saves the 1.2-1.5 ms
-        conversion that batch would need (measured, docs/BENCHMARKS.md)."""
+        conversion that batch would need (measured, docs/speed.md)."""
         out = np.zeros((len(env), FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8).transpose(0, 3, 1, 2)
         alive = np.ones(len(env), np.bool_)
         for back in range(FRAME_STACK):

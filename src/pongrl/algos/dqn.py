@@ -79,7 +79,7 @@ def priority_beta(config, env_step: int) -> float:
 
 
 def _to_device(frames: np.ndarray, device: torch.device) -> torch.Tensor:
-    # channels_last runs the convolutions ~25% faster on CPU (measured, see docs/benchmarks.md); replay
+    # channels_last runs the convolutions ~25% faster on CPU (measured, see docs/speed.md); replay
     # batches already come in that layout, so only the emulators' observations are converted here.
     return torch.from_numpy(frames).to(device).contiguous(memory_format=torch.channels_last)
 
