@@ -40,9 +40,9 @@ def quantile_huber_loss(
     makes each quantile's minimiser the target distribution's quantile at its fraction; the Huber part
     (width `kappa`) keeps gradients bounded. Summed over quantiles, averaged over targets, as in the paper."""
     errors = targets[:, None, :] - quantiles[:, :, None]  # (B, K, M)
-    huber = F.huber_loss(errors, torch.zeros_like(errors), reduction="none", delta=kappa) / kappa
-    weight = (fractions[None, :, None] - (errors.detach() < 0).float()).abs()
-    return (weight * huber).mean(dim=2).sum(dim=1)
+    huber = F.huber_loss(errors, torch.zeros_like(errors), reduction="none", delta=kappa)
+    weight = torch.where(errors.detach() < 0, 1.0 - fractions[:, None], fractions[:, None])
+    return (weight * huber).mean(dim=2).sum(dim=1) / kappa
 
 
 def distributional_losses(q_network, target_network, obs, next_obs, actions, returns, discounts, double_dqn: bool):
