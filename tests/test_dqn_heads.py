@@ -12,7 +12,7 @@ import yaml
 
 from pongrl.agent import load_agent, load_safetensors_agent, save_safetensors_agent
 from pongrl.algos.distributional import categorical_projection, quantile_huber_loss
-from pongrl.checkpoint import save_checkpoint
+from pongrl.checkpoint import save_checkpoint, write_torch_file
 from pongrl.cli import main
 from pongrl.errors import PongrlError
 from pongrl.nets import QHead, QNetwork
@@ -119,7 +119,7 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("settings", VARIANTS.values(), ids=VARIANTS.keys())
-def test_a_checkpoint_and_a_safetensors_file_of_each_head_load_as_an_agent(tmp_path, settings):
+def test_a_checkpoint_and_the_weights_files_of_each_head_load_as_an_agent(tmp_path, settings):
     config, state = trained_state(tmp_path, **settings)
     path = save_checkpoint(str(tmp_path / "checkpoints"), {**state.payload(), "replay_buffer": None}, keep=1)
     obs = np.random.default_rng(1).integers(0, 255, (3, 4, 84, 84), dtype=np.uint8)
@@ -127,8 +127,10 @@ def test_a_checkpoint_and_a_safetensors_file_of_each_head_load_as_an_agent(tmp_p
         expected_q = state.q_network.eval()(torch.from_numpy(obs)).numpy()
     safetensors = str(tmp_path / "agent.safetensors")
     save_safetensors_agent(safetensors, state.q_network.state_dict(), "dqn", 120, "standard")
+    bare = str(tmp_path / "model.pt")  # the bare state_dict a card's model.pt holds
+    write_torch_file(bare, state.q_network.state_dict())
     atoms = settings.get("quantiles", settings.get("atoms", 1))
-    for agent in (load_agent(path), load_safetensors_agent(safetensors, "agent")):
+    for agent in (load_agent(path), load_safetensors_agent(safetensors, "agent"), load_agent(bare)):
         assert agent.distributional == config.distributional
         # (the learner's network is channels_last, a loaded one is not: the convolutions round differently)
         np.testing.assert_allclose(agent.preferences(obs), expected_q, atol=1e-5)

@@ -332,7 +332,11 @@ def _load_torch_file(path: str, name: str) -> Agent:
     if not is_checkpoint(payload):
         if isinstance(payload, dict) and any(str(k).startswith("actor_network.") for k in payload):
             return _seed_format_agent(payload, path, name)
-        raise PongrlError(f"{path}: neither a pongrl checkpoint nor a seed-format state_dict")
+        if isinstance(payload, dict) and "torso.0.weight" in payload:  # a Q-network's state_dict (a card's model.pt)
+            network = q_network_for(payload)
+            _load_weights(network, payload, path)
+            return QAgent(network, name=name)
+        raise PongrlError(f"{path}: neither a pongrl checkpoint nor a seed-format or Q-network state_dict")
     payload = validate_checkpoint(path, payload)
     step = int(payload.get("env_step", 0))
     weights = playing_weights(payload)
