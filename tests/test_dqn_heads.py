@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from pongrl.agent import load_agent, load_safetensors_agent, save_safetensors_agent
-from pongrl.algos.distributional import categorical_projection, quantile_huber_loss
+from pongrl.algos.distributional import categorical_projection, distributional_losses, quantile_huber_loss
 from pongrl.checkpoint import save_checkpoint, write_torch_file
 from pongrl.cli import main
 from pongrl.errors import PongrlError
@@ -222,3 +222,80 @@ def test_bad_head_flags_are_refused_in_one_line_and_write_nothing(tmp_path, caps
     code, _, err = run(["train", "dqn", "--run-dir", run_dir, "--total-steps", "100", *flags, *small_dqn()], capsys)
     assert code != 0 and message in err and len(err.strip().splitlines()) == 1
     assert not os.path.exists(run_dir)
+
+
+class TabularQ(torch.nn.Module):
+    """A QHead on one-hot states: the learner's losses on a planted two-state game, without a torso."""
+
+    def __init__(self, states: int, **head):
+        super().__init__()
+        self.states = states
+        self.head = QHead(states, 2, **head)
+
+    def outputs(self, states: torch.Tensor) -> torch.Tensor:
+        return self.head.outputs(torch.nn.functional.one_hot(states, self.states).float())
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.nn.functional.one_hot(states, self.states).float())
+
+
+def learn_planted_game(**head) -> TabularQ:
+    """State 0 ends the game with +1 three times in four and -1 once, whatever the action; in state 1, action 0 leads
+    to state 0 with no reward and a discount of 0.9, action 1 ends the game with 0. The batch holds exactly those
+    frequencies, so the losses' fixed point is known; a target network copied every 25 steps, double DQN."""
+    torch.manual_seed(0)
+    online = TabularQ(2, **head)
+    target = TabularQ(2, **head)
+    batch = {
+        "obs": torch.tensor([0] * 8 + [1, 1]),
+        "actions": torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 0, 1]),
+        "returns": torch.tensor([1.0, 1.0, 1.0, -1.0] * 2 + [0.0, 0.0]),
+        "discounts": torch.tensor([0.0] * 8 + [0.9, 0.0]),
+        "next_obs": torch.tensor([0] * 8 + [0, 0]),
+    }
+    optimizer = torch.optim.Adam(online.parameters(), lr=0.1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 - step / 800)
+    for step in range(800):
+        if step % 25 == 0:
+            target.load_state_dict(online.state_dict())
+        losses, _ = distributional_losses(
+            online,
+            target,
+            batch["obs"],
+            batch["next_obs"],
+            batch["actions"],
+            batch["returns"],
+            batch["discounts"],
+            double_dqn=True,
+        )
+        optimizer.zero_grad()
+        losses.mean().backward()
+        optimizer.step()
+        schedule.step()
+    return online
+
+
+def test_c51_learns_the_planted_games_return_distributions_through_its_target_network():
+    online = learn_planted_game(distributional="c51", atoms=9, v_min=-2.0, v_max=2.0)  # atoms 0.5 apart
+    with torch.no_grad():
+        probabilities = torch.softmax(online.outputs(torch.tensor([0, 1])), dim=-1)
+    support = online.head.support.tolist()
+    at = {value: support.index(value) for value in (-1.0, -0.5, 0.0, 0.5, 1.0)}
+    for action in (0, 1):  # +1 or -1, both on atoms
+        assert probabilities[0, action, [at[1.0], at[-1.0]]].tolist() == pytest.approx([0.75, 0.25], abs=0.02)
+    # 0.9 x (+1 or -1): 0.9 is 4/5 of the way from 0.5 to 1, so 0.8 of each goes to the nearer atom
+    bootstrapped = probabilities[1, 0, [at[1.0], at[0.5], at[-0.5], at[-1.0]]].tolist()
+    assert bootstrapped == pytest.approx([0.6, 0.15, 0.05, 0.2], abs=0.02)
+    assert probabilities[1, 1, at[0.0]] == pytest.approx(1.0, abs=0.02)
+    assert online(torch.tensor([1]))[0].tolist() == pytest.approx([0.45, 0.0], abs=0.03)
+
+
+def test_qr_learns_the_planted_games_quantiles():
+    """For targets +1 (probability 3/4) and -1, the quantile Huber loss (kappa 1) is least at
+    q = fraction * 3/4 / ((1 - fraction) * 1/4) - 1 below 0 and at q = 1 - (1 - fraction) * 1/4 / (fraction * 3/4)
+    above: -0.571, 0.444, 0.8 and 0.952 at the fractions 1/8, 3/8, 5/8 and 7/8."""
+    online = learn_planted_game(distributional="qr", atoms=4)
+    with torch.no_grad():
+        quantiles = online.outputs(torch.tensor([0]))[0]
+    for action in (0, 1):
+        assert quantiles[action].tolist() == pytest.approx([-4 / 7, 4 / 9, 0.8, 20 / 21], abs=0.02)
