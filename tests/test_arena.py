@@ -249,8 +249,17 @@ def test_model_card_folder(ppo_run, tmp_path, capsys):
     text = open(os.path.join(out, "README.md")).read()
     metadata = yaml.safe_load(text.split("---")[1])
     assert metadata["library_name"] == "pongrl"
-    metric = metadata["model-index"][0]["results"][0]["metrics"][0]
-    assert metric["type"] == "mean_reward" and "+/-" in metric["value"]
+    exact, sticky = (result["metrics"][0] for result in metadata["model-index"][0]["results"])
+    assert exact["type"] == sticky["type"] == "mean_reward" and "+/-" in exact["value"]
+    assert "all 31 no-op starts" in exact["name"] and "distinct games" in exact["name"]
+    assert "sticky actions 0.25" in sticky["name"] and "over 1 games" in sticky["name"]
+    # Each score's command is on the card; the sticky one replays it (the exact one replays by construction).
+    assert f"pongrl eval {ppo_run} --every-start\n" in text
+    command = f"pongrl eval {ppo_run} --sticky-actions 0.25 --episodes 1 --seed 0"
+    assert f"{command}\n" in text
+    code, replayed, err = run([*command.split()[1:], "--json"], capsys)
+    assert code == 0, err
+    assert sticky["value"].split()[0] == f"{json.loads(replayed)['mean']:.2f}"
     state_dict = torch.load(os.path.join(out, "model.pt"), weights_only=True)
     from safetensors.torch import load_file
 
@@ -263,7 +272,8 @@ def test_model_card_folder(ppo_run, tmp_path, capsys):
     from huggingface_hub import ModelCard
 
     hub_card = ModelCard.load(os.path.join(out, "README.md"))
-    assert hub_card.data.library_name == "pongrl" and hub_card.data.eval_results[0].metric_type == "mean_reward"
+    assert hub_card.data.library_name == "pongrl" and len(hub_card.data.eval_results) == 2
+    assert {result.metric_type for result in hub_card.data.eval_results} == {"mean_reward"}
     from pongrl.agent import load_agent
 
     obs = np.random.default_rng(0).integers(0, 256, (2, 4, 84, 84), dtype=np.uint8)
@@ -290,17 +300,69 @@ def test_model_card_with_sampled_actions_names_them_and_is_reproduced_by_eval(pp
 
 
 def test_model_card_names_how_each_kind_of_agent_played():
-    from pongrl.card import card_metadata
+    from pongrl.card import how_it_plays
 
-    summary = {"mean_point_difference": -3.0, "point_difference_std": 1.0}
-    names = {
-        (algo, sample): card_metadata(algo, summary, 10, sample)["model-index"][0]["results"][0]["metrics"][0]["name"]
-        for algo in ("dqn", "selfplay")
-        for sample in (False, True)
+    assert how_it_plays("dqn", False) == how_it_plays("selfplay", False) == "greedy"
+    assert how_it_plays("dqn", True) == "epsilon-greedy with epsilon 0.05"  # no policy to sample from
+    assert how_it_plays("selfplay", True) == "with actions sampled from its policy, as in training"
+
+
+def test_a_zoo_agents_hub_card_carries_both_protocols_the_card_chain_and_its_robustness(tmp_path, capsys, monkeypatch):
+    # A zoo agent's Hub card takes the scores measured on its shipped file, with their commands, and whatever
+    # robustness figures its zoo card holds (here a planted section: per-opponent rows and a worst case).
+    from huggingface_hub import ModelCard
+
+    from pongrl import zoo
+
+    recorded = zoo.card("selfplay-builtin")
+    recorded["scores"]["card_chain"] = {
+        **recorded["scores"]["sticky_actions"],
+        "games": 30,
+        "mean": 11.5,
+        "std": 4.0,
+        "ci95": [10.0, 13.0],
+        "command": "pongrl eval zoo:selfplay-builtin --chain card --sticky-actions 0.25 --episodes 30 --seed 0",
     }
-    assert names[("dqn", False)] == names[("selfplay", False)] == "mean score over 10 games vs the built-in AI"
-    assert names[("dqn", True)].endswith("epsilon-greedy with epsilon 0.05")  # no policy to sample from
-    assert names[("selfplay", True)].endswith("actions sampled from its policy, as in training")
+    recorded["robustness"] = {  # as pongrl.robustness reports it
+        "agent": "zoo:selfplay-builtin",
+        "settings": {"games_per_opponent": 10, "sticky_actions": 0.25, "seed": 0},
+        "rows": [
+            {"opponent": "builtin, sticky 0.25", "points_won": 20.1, "point_difference": 14.3, "ci95": [13.0, 15.6]},
+            {
+                "opponent": "holds UP",
+                "points_won": 21.0,
+                "point_difference": 18.0,
+                "ci95": [16.5, 19.5],
+                "scores": [18],
+            },
+        ],
+        "worst": {"opponent": "builtin, sticky 0.25", "point_difference": 14.3},
+        "mean_point_difference": 16.15,
+        "command": "pongrl robustness zoo:selfplay-builtin",
+    }
+    real_card = zoo.card
+    monkeypatch.setattr(zoo, "card", lambda name: recorded if name == "selfplay-builtin" else real_card(name))
+    out = tmp_path / "card"
+    code, stdout, err = run(["card", "zoo:selfplay-builtin", "--out", str(out), "--video-frames", "60"], capsys)
+    assert code == 0, err
+    assert "all 31 no-op starts vs the built-in AI, greedy (4 distinct games): 12.77 +/- 12.25" in stdout
+    assert "(95% interval +13.57..+15.07): 14.32 +/- 3.78" in stdout
+    text = (out / "README.md").read_text()
+    metadata = yaml.safe_load(text.split("---")[1])
+    exact, sticky, chain, worst = (r["metrics"][0] for r in metadata["model-index"][0]["results"])
+    assert len(ModelCard.load(out / "README.md").data.eval_results) == 4, "the Hub reads every result"
+    scores = recorded["scores"]
+    assert exact["value"] == "{:.2f} +/- {:.2f}".format(scores["every_start"]["mean"], scores["every_start"]["std"])
+    assert "(4 distinct games)" in exact["name"]
+    assert sticky["value"].startswith("14.32 +/- ") and "over 100 games" in sticky["name"]
+    assert "95% interval +13.57..+15.07" in sticky["name"]
+    assert chain["value"] == "11.50 +/- 4.00" and "card's own chain" in chain["name"] and "30 games" in chain["name"]
+    assert worst["value"] == "14.30" and "builtin, sticky 0.25" in worst["name"]
+    for score in (*scores.values(), recorded["robustness"]):
+        assert f"\n  {score['command']}\n" in text or f"\n{score['command']}\n" in text
+    assert "## Robustness" in text and "| holds UP | 21.00 | 18.00 | 16.50..19.50 |" in text
+    assert "| opponent | points_won | point_difference | ci95 |" in text, "per-game score lists stay off the table"
+    assert "- mean_point_difference: 16.15" in text
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,11 @@ def add_card(commands) -> None:
     card.add_argument("checkpoint", metavar="AGENT", help=AGENT_HELP)
     card.add_argument("--out", required=True, help="folder to write")
     card.add_argument(
-        "--games", type=positive_int, default=10, help="evaluation games against the built-in AI (default 10)"
+        "--games",
+        type=positive_int,
+        default=10,
+        help="games under sticky actions 0.25 against the built-in AI, beside the exact protocol's 31 (default 10; "
+        "a zoo agent's card carries the scores measured on its shipped file), or the games of --sample",
     )
     card.add_argument("--seed", type=integer, default=0, help="evaluation seed (default 0)")
     card.add_argument(
@@ -52,11 +56,9 @@ def cmd_card(args) -> int:
     from pongrl.card import write_card
 
     result = write_card(args.checkpoint, args.out, args.games, args.seed, args.video_frames, args.force, args.sample)
-    print(
-        f"{result['out']}: model card for step {result['env_step']} "
-        f"(mean score {result['mean_point_difference']:+.2f} over {result['games']} games against the built-in AI); "
-        f"nothing was uploaded"
-    )
+    print(f"{result['out']}: model card for step {result['env_step']}; nothing was uploaded")
+    for metric in result["results"]:
+        print(f"  {metric['name']}: {metric['value']}")
     return 0
 
 
