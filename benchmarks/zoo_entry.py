@@ -7,6 +7,9 @@
 
     python benchmarks/zoo_entry.py --rescore NAME     # score a shipped agent's file again, weights unchanged
 
+    python benchmarks/zoo_entry.py --card-chain NAME  # only its score through the self-play card's chain
+    python benchmarks/zoo_entry.py --chain-note NAME  # only the note on how that chain's games differ
+
 Writes src/pongrl/zoo_agents/NAME.safetensors (the playing network, float32, or float16 with --float16)
 and NAME.json: algorithm,
 network, observation profile, env steps, the training command, the weights' SHA-256 and the pongrl version
@@ -14,7 +17,10 @@ that wrote them, and two scores against the built-in AI
 measured on the shipped file itself (pongrl.evaluation.evaluate_protocols), with the command that replays them:
 - greedy from each of the protocol's 31 no-op starts (exact: the emulator is deterministic; a test
   replays it and checks every start's score), with how many distinct games they were;
-- 100 greedy games under sticky actions 0.25, seed 0 (the ALE v5 protocol), with the 95% interval.
+- 100 greedy games under sticky actions 0.25, seed 0 (the ALE v5 protocol), with the 95% interval;
+- for agents with the self-play card's view, also 30 greedy games under sticky actions 0.25, seed 0, through the
+  card's own chain (Gymnasium's PongNoFrameskip-v4 with SuperSuit's wrappers, games started without no-op frames:
+  what a user of the card's `Agent` sees), with the 95% interval.
 """
 
 import argparse
@@ -29,16 +35,19 @@ from pongrl import __version__, zoo
 from pongrl.agent import load_agent, playing_weights, save_safetensors_agent
 from pongrl.checkpoint import atomic_write_bytes, load_checkpoint, resolve
 from pongrl.errors import PongrlError
-from pongrl.evaluation import STICKY_GAMES, evaluate_protocols
+from pongrl.evaluation import STICKY_GAMES, STICKY_PROTOCOL, evaluate_card_chain, evaluate_protocols, summarize
 from pongrl.nets import is_shared_torso, torso_kind
 
 STICKY_SEED = 0
+CARD_CHAIN_GAMES = 30  # the card's chain plays one game per network call and emulator step in Python: slower
 
 
 def scores(spec: str) -> dict:
-    """Both protocols' scores of a shipped agent, each with the command that replays it."""
-    result = evaluate_protocols(load_agent(spec), STICKY_GAMES, STICKY_SEED)  # the shipped file, as a user loads it
-    return {
+    """Both protocols' scores of a shipped agent, each with the command that replays it, and for agents with the
+    self-play card's view their score through the card's own chain."""
+    agent = load_agent(spec)  # the shipped file, as a user loads it
+    result = evaluate_protocols(agent, STICKY_GAMES, STICKY_SEED)
+    measured = {
         "every_start": {**result["exact"], "command": f"pongrl eval {spec} --every-start"},  # scores by start
         "sticky_actions": {
             **result["sticky"],
@@ -46,6 +55,48 @@ def scores(spec: str) -> dict:
             f"--episodes {STICKY_GAMES} --seed {STICKY_SEED}",
         },
     }
+    if agent.obs_profile == "seed":
+        measured["card_chain"] = card_chain_score(spec)
+    return measured
+
+
+# On every card of an agent with the self-play card's view: how its games differ from those of the card's own chain.
+SEED_CHAIN_NOTE = (
+    "This agent sees the self-play card's view, pixel for pixel what the card's own chain shows from the same "
+    "emulator frames (SuperSuit max_observation_v0(2), frame_skip_v0(4), color_reduction_v0('B'), resize_v1(84, 84), "
+    "frame_stack_v1(4), score rows blanked). The protocols differ in their starts: pongrl's games against the "
+    "built-in AI start after 0..30 no-op frames, the card's chain on Gymnasium's PongNoFrameskip-v4 starts every game "
+    "without any, so each agent step there begins a multiple of 4 frames after the reset, the phase of a quarter of "
+    "pongrl's starts; an agent may score differently there (scores.card_chain where measured; replay it with "
+    "`pongrl eval AGENT --chain card --sticky-actions 0.25`)."
+)
+
+
+def card_chain_score(spec: str) -> dict:
+    """The agent's score under sticky actions 0.25 through the self-play card's own chain, with the command."""
+    games = evaluate_card_chain(load_agent(spec), CARD_CHAIN_GAMES, STICKY_SEED, sticky_actions=STICKY_PROTOCOL)
+    return {
+        **summarize(games),
+        "probability": STICKY_PROTOCOL,
+        "seed": STICKY_SEED,
+        "chain": "Gymnasium PongNoFrameskip-v4 + SuperSuit max_observation_v0(2), frame_skip_v0(4), "
+        "color_reduction_v0('B'), resize_v1(84, 84), frame_stack_v1(4), score rows blanked",
+        "note": "Every game starts without no-op frames, so every agent step begins on the same frame phase "
+        "(a multiple of 4 frames from the reset); pongrl's own games start after 0..30 no-op frames, a quarter of "
+        "them on this phase. The observations are the same pixel for pixel from the same frames.",
+        "command": f"pongrl eval {spec} --chain card --sticky-actions {STICKY_PROTOCOL} "
+        f"--episodes {CARD_CHAIN_GAMES} --seed {STICKY_SEED}",
+    }
+
+
+def add_card_chain(name: str) -> None:
+    """Measure a shipped seed-view agent through the card's chain and add it to its card, the rest unchanged."""
+    score = card_chain_score(zoo.PREFIX + name)
+    card = zoo.card(name)  # read after the games, so that what others wrote to the card meanwhile is kept
+    card["scores"]["card_chain"] = score
+    card["observation_chain"] = SEED_CHAIN_NOTE
+    atomic_write_bytes(os.path.join(zoo.FOLDER, name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
+    print(f"{zoo.PREFIX}{name}: card chain {score['mean']:+.2f} {score['ci95']} over {score['games']} games")
 
 
 def rescore(name: str) -> None:
@@ -63,6 +114,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", nargs="?", help="a pongrl checkpoint (or run directory: its latest)")
     parser.add_argument("--rescore", metavar="NAME", nargs="+", help="score these shipped agents again (no checkpoint)")
+    parser.add_argument(
+        "--card-chain",
+        metavar="NAME",
+        nargs="+",
+        help="score these shipped agents (self-play card's view) through the card's own chain only",
+    )
+    parser.add_argument(
+        "--chain-note",
+        metavar="NAME",
+        nargs="+",
+        help="write the note on how the card's chain differs onto these shipped agents' cards (no games)",
+    )
     parser.add_argument("--name", help="zoo name: letters, digits, '-' and '_'")
     parser.add_argument("--trained-with", help="the command that trained the run")
     parser.add_argument("--note", default="", help="anything a user should know (a spliced run, the seed, ...)")
@@ -73,9 +136,17 @@ def main():
     )
     parser.add_argument("--float16", action="store_true", help="store the weights as float16 (half the size)")
     args = parser.parse_args()
-    if args.rescore:
-        for name in args.rescore:
+    if args.rescore or args.card_chain or args.chain_note:
+        for name in args.rescore or []:
             rescore(name)
+        for name in args.card_chain or []:
+            add_card_chain(name)
+        for name in args.chain_note or []:
+            card = zoo.card(name)
+            if card.get("obs_profile") != "seed":
+                sys.exit(f"zoo_entry.py: {name} does not see the self-play card's view")
+            card["observation_chain"] = SEED_CHAIN_NOTE
+            atomic_write_bytes(os.path.join(zoo.FOLDER, name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
         return
     if not (args.checkpoint and args.name and args.trained_with):
         sys.exit("zoo_entry.py: give CHECKPOINT --name NAME --trained-with '...' (or --rescore NAME...)")
@@ -110,6 +181,7 @@ def main():
         "sha256": sha256,
         "pongrl_version": __version__,  # the release that added these weights; --rescore keeps it
         "scores": scores(spec),
+        **({"observation_chain": SEED_CHAIN_NOTE} if profile == "seed" else {}),
     }
     atomic_write_bytes(os.path.join(zoo.FOLDER, args.name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
     print(
