@@ -153,10 +153,11 @@ def test_the_seed_view_sees_what_the_cards_supersuit_chain_sees(sticky_actions):
 def test_the_card_chain_plays_pongrls_game_from_no_no_op_frames(capsys):
     # Without sticky actions a greedy agent's game through the card's chain is pongrl's game from start 0.
     from pongrl.agent import load_agent
+    from pongrl import evaluate
     from pongrl.evaluation import evaluate_card_chain, play_games
 
     agent = load_agent("zoo:selfplay-small-0252k")  # a short game: the early self-play agent loses it quickly
-    [through_card] = evaluate_card_chain(agent, 1, seed=5)
+    [through_card] = evaluate(agent, 1, seed=5, chain="card")["per_game"]
     [through_pongrl] = play_games(lambda obs: agent.act(obs), 1, 5, "seed", starts=[0])
     assert through_card["points_won"] + through_card["points_lost"] >= 21
     for key in ("score", "points_won", "points_lost", "length"):

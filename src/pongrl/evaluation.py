@@ -97,17 +97,24 @@ def count_outcomes(scores: Iterable[float]) -> dict[str, int]:
     return {"won": won, "lost": lost, "even": len(scores) - won - lost}
 
 
-def evaluate(agent, episodes: int = 10, seed: int = 0, epsilon: float = 0.0, sticky_actions: float = 0.0) -> dict:
+def evaluate(
+    agent, episodes: int = 10, seed: int = 0, epsilon: float = 0.0, sticky_actions: float = 0.0, chain: str = "pongrl"
+) -> dict:
     """`agent` (an Agent or any agent spec: file, run, `zoo:NAME`, `hf://...`) against the built-in AI for
     `episodes` greedy games (epsilon-greedy with `epsilon`; sticky actions with probability `sticky_actions`,
-    0.25 in the ALE v5 protocol). Returns the summary of `summarize` with the games under "per_game"."""
+    0.25 in the ALE v5 protocol), through pongrl's own games or, with `chain="card"`, for an agent with the
+    self-play card's view, through the card's own chain (`evaluate_card_chain`). Returns the summary of
+    `summarize` with the games under "per_game"."""
     from pongrl.agent import as_agent
 
     if not 0.0 <= epsilon <= 1.0:
         raise PongrlError(f"epsilon must be in [0, 1], got {epsilon}")
     if episodes <= 0:
         raise PongrlError(f"the number of games must be positive, got {episodes}")
-    games = evaluate_agent(as_agent(agent), episodes, seed, epsilon, sticky_actions=sticky_actions)
+    if chain not in ("pongrl", "card"):
+        raise PongrlError(f"chain must be 'pongrl' or 'card', got {chain!r}")
+    play = evaluate_card_chain if chain == "card" else evaluate_agent
+    games = play(as_agent(agent), episodes, seed, epsilon, sticky_actions=sticky_actions)
     return {**summarize(games), "per_game": games}
 
 
