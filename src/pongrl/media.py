@@ -28,21 +28,38 @@ def curve_series(rows: list[dict], self_play: bool) -> dict:
     loss; a self-play run's own games are even by construction (return_first_0 = -return_second_0), so its
     training return says nothing and only its evaluation against the built-in AI is drawn."""
     loss_name, column = ("value loss", "value_loss") if "value_loss" in rows[0] else ("TD loss", "loss")
+    games = np.diff(_column(rows, "episodes"), prepend=0.0)  # games finished in each logged window
+    with np.errstate(divide="ignore", invalid="ignore"):
+        won_per_game = np.where(games > 0, _column(rows, "points_won") / games, np.nan)
     return {
         "steps": _column(rows, "env_step"),
         "train_return": None if self_play else _column(rows, "average_return"),
         "eval_return": _column(rows, "eval_mean_return"),
         "eval_sampled_return": _column(rows, "eval_sampled_mean_return"),  # PPO: actions drawn from the policy
+        # self-play: the learner's mean score over its last games against each kind of opponent of its mix
+        "vs": {kind: _column(rows, f"return_vs_{kind}") for kind in OPPONENT_KINDS},
+        # the points a self-play learner won per game in each window (an exploiter's: all against its target)
+        "points_won_per_game": won_per_game if self_play else None,
         "loss_name": loss_name,
         "loss": _column(rows, column),
         "length": _column(rows, "average_length"),
     }
 
 
+# The kinds of opponent a self-play run's games may meet (pongrl.opponents), as the curve's columns name them.
+OPPONENT_KINDS = {
+    "agents": "frozen agents",
+    "scripted": "scripted paddles",
+    "pool": "past snapshots",
+    "builtin": "the built-in AI, in training",
+}
+
+
 def plot_runs(run_dirs: list[str], out: str) -> None:
     """The seed's two plots, several runs overlaid, and the game length: average return (training mean of
-    the last 10 games, and evaluation means where present, greedy and sampled), the loss (TD loss for DQN, value
-    loss for PPO),
+    the last 10 games, and evaluation means where present, greedy and sampled; for self-play, the mean score
+    against each kind of opponent of its mix, and for an exploit run the points won per game against its target),
+    the loss (TD loss for DQN, value loss for PPO),
     and the average game length in env steps (longer rallies as an agent learns to return the ball; the
     only training curve of a self-play run that moves), all against env steps (agent steps for self-play)."""
     import matplotlib
@@ -87,6 +104,21 @@ def plot_runs(run_dirs: list[str], out: str) -> None:
                 color=color,
                 label=f"{label} (evaluation, actions sampled from the policy)",
             )
+        for (kind, name), style in zip(OPPONENT_KINDS.items(), ("s-", "d-", "v-", "x-")):
+            vs = series["vs"][kind]
+            if (~np.isnan(vs)).any():
+                ax_return.plot(
+                    steps, vs, style, color=color, markersize=3, label=f"{label} (against {name}, last 20 games)"
+                )
+                if kind == "agents" and not any(
+                    (~np.isnan(series["vs"][k])).any() for k in OPPONENT_KINDS if k != kind
+                ):
+                    # an exploit run (every game against its target): the points it wins, the target's weakness
+                    won = series["points_won_per_game"]
+                    has_won = ~np.isnan(won)
+                    ax_return.plot(
+                        steps[has_won], won[has_won], ":", color=color, label=f"{label} (points won per game)"
+                    )
         ax_loss.plot(steps, series["loss"], color=color, label=f"{label} ({series['loss_name']})")
         ax_length.plot(steps, series["length"], color=color, label=label)
     steps_label = "environment steps (agent steps for self-play)" if any(self_play.values()) else "environment steps"

@@ -16,11 +16,13 @@ RESUME_FLAGS, BRANCH_FLAGS = config_module.RESUME_SETTINGS, config_module.BRANCH
 DQN_FIELDS = {f.name for f in dataclasses.fields(config_module.DQNConfig)}
 
 
-def add_config_flags(parser: argparse.ArgumentParser, cls, presets: dict, only: set[str] | None = None) -> None:
-    """One flag per config field (or per field in `only`), defaulting to None so the preset decides
-    unless given."""
+def add_config_flags(
+    parser: argparse.ArgumentParser, cls, presets: dict, only: set[str] | None = None, skip: tuple[str, ...] = ()
+) -> None:
+    """One flag per config field (or per field in `only`, less those in `skip`), defaulting to None so the
+    preset decides unless given."""
     defaults = cls()
-    skip = {"algo", "preset"}
+    skip = {"algo", "preset", *skip}
     for field in dataclasses.fields(cls):
         if field.name in skip or (only is not None and field.name not in only):
             continue
@@ -49,14 +51,12 @@ def add_train(commands) -> None:
     algos = train.add_subparsers(dest="algo", metavar="ALGO", parser_class=Parser)
     algos.required = True
     dqn = algos.add_parser("dqn", help="DQN against the built-in AI")
-    dqn.add_argument("--run-dir", help="where the run goes (default runs/pong__dqn__<preset>__<seed>__<time>)")
-    dqn.add_argument(
-        "--preset",
-        default="default",
-        choices=sorted(config_module.DQN_PRESETS),
-        help="hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here",
+    add_new_run_flags(
+        dqn,
+        "runs/pong__dqn__<preset>__<seed>__<time>",
+        config_module.DQN_PRESETS,
+        "hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here",
     )
-    dqn.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
     add_config_flags(dqn, config_module.DQNConfig, config_module.DQN_PRESETS)
     for algo, helptext in (
         ("ppo", "PPO against the built-in AI"),
@@ -64,15 +64,20 @@ def add_train(commands) -> None:
     ):
         presets = config_module.CONFIG_CLASSES[algo][1]
         sub = algos.add_parser(algo, help=helptext)
-        sub.add_argument("--run-dir", help=f"where the run goes (default runs/pong__{algo}__<preset>__<seed>__<time>)")
-        sub.add_argument(
-            "--preset",
-            default="default",
-            choices=sorted(presets),
-            help="hyperparameters to start from: 'seed' is the model card's run (default: default)",
+        add_new_run_flags(
+            sub,
+            f"runs/pong__{algo}__<preset>__<seed>__<time>",
+            presets,
+            "hyperparameters to start from: 'seed' is the model card's run (default: default)",
         )
-        sub.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
         add_config_flags(sub, config_module.PPOConfig, presets)
+
+
+def add_new_run_flags(parser: argparse.ArgumentParser, default_dir: str, presets: dict, preset_help: str) -> None:
+    """Where a new run goes, the preset it starts from, and --force to start over in a used directory."""
+    parser.add_argument("--run-dir", help=f"where the run goes (default {default_dir})")
+    parser.add_argument("--preset", default="default", choices=sorted(presets), help=preset_help)
+    parser.add_argument("--force", action="store_true", help="start over in a run directory that already holds a run")
 
 
 def _add_steps(parser: argparse.ArgumentParser) -> None:

@@ -146,13 +146,21 @@ def vector_env(
     game_mode: int = CLASSIC_MODE,
     num_threads: int = 1,
     sticky_actions: float = 0.0,
+    profiles: tuple[str, ...] = ("seed",),
 ) -> FastSelfPlayEnv:
     """`num_games` games as one Gymnasium VectorEnv of 2 * num_games players, same-step autoreset:
     what pongrl's self-play trainer steps (`num_threads` emulator threads). `sticky_actions` p repeats
-    each player's previous action on a raw frame with probability p (the ALE v5 protocol, for both)."""
+    each player's previous action on a raw frame with probability p (the ALE v5 protocol, for both).
+    `profiles`: observation profiles kept besides the card's view, which `player_views` reads ("standard")."""
     _check_mode(game_mode)
     if not 0.0 <= sticky_actions < 1.0:
         raise ValueError(f"sticky_actions must be in [0, 1), got {sticky_actions}")
     return FastSelfPlayEnv(
-        num_games, seed, max_cycles=max_cycles, num_threads=num_threads, mode=game_mode, sticky_actions=sticky_actions
+        num_games,
+        seed,
+        max_cycles=max_cycles,
+        num_threads=num_threads,
+        mode=game_mode,
+        sticky_actions=sticky_actions,
+        profiles=profiles,
     )

@@ -217,9 +217,13 @@ class FastSelfPlayEnv(_SelfPlayVectorEnv):
         num_threads: int = 1,
         mode: int = CLASSIC_MODE,
         sticky_actions: float = 0.0,
+        profiles: tuple[str, ...] = ("seed",),
     ):
         super().__init__(num_games, seed, max_cycles)
-        self.games = TwoPlayerGames(num_games, max_cycles, num_threads, mode, sticky_actions=sticky_actions)
+        profiles = ("seed", *profiles)  # the seed's view is what the env returns; others are kept for player_views
+        self.games = TwoPlayerGames(
+            num_games, max_cycles, num_threads, mode, sticky_actions=sticky_actions, profiles=profiles
+        )
         self._obs = np.zeros((self.num_agents, FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
@@ -240,6 +244,18 @@ class FastSelfPlayEnv(_SelfPlayVectorEnv):
             running = np.repeat(~ended, 2)
             final_obs[running] = obs[running]
         return obs, rewards, terminated, truncated, self._scores.step_infos(rewards, ended, final_obs)
+
+    def player_views(self, entries, profile: str) -> np.ndarray:
+        """What the players of these entries (2g: game g's `first_0`, 2g + 1 its `second_0`, mirrored) see now in
+        another observation profile, one of `profiles` (pongrl.envs.views: "standard" gives (N, 4, 84, 84))."""
+        return np.stack([self.games.observation(entry // 2, entry % 2, profile) for entry in entries])
+
+    def assist_serves(self, entries) -> None:
+        """Serve for the players of these entries from now on: FIRE while the ball is out of play, as matches
+        between agents do. A frozen opponent that never learned to serve (an agent trained against the built-in
+        AI, a paddle that never moves) would otherwise stall its game after every point it wins."""
+        for entry in entries:
+            self.games.assist_serves(entry // 2, entry % 2)
 
     def close_extras(self, **kwargs) -> None:
         self.games.close()

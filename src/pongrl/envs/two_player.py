@@ -105,7 +105,8 @@ class TwoPlayerGames:
       previous frame's action again with probability p, instead of the one asked for. The emulator's own setting
       repeats the first player's action only (measured), so the draws are made here, per game from a generator
       seeded with the game's seed; a reset plays NOOP as the previous action, as ALE does;
-    - `serve_assist`: True for both sides, or the sides it serves for (see the module docstring);
+    - `serve_assist`: True for both sides, or the sides it serves for in every game (see the module docstring);
+      `assist_serves` adds a side of one game (a frozen opponent's in self-play training);
     - `record_colour`: every raw frame's colour screen is appended to `colour_frames[g]`, for videos.
 
     Per game, kept up to date: `frames` (raw frames since the reset), `steps`, `points` and `penalties` (by
@@ -138,6 +139,8 @@ class TwoPlayerGames:
         self.autoreset = autoreset
         self.sticky_actions = sticky_actions
         self.assisted = (RIGHT, LEFT) if serve_assist is True else tuple(serve_assist or ())
+        self._assist = np.zeros((n, 2), bool)  # per game and side: whose serves are pressed (assist_serves)
+        self._assist[:, list(self.assisted)] = True
         self.record_colour = record_colour
         self.colour_frames: list[list[np.ndarray]] = [[] for _ in range(n)]
         self.starts = [list(game_starts) for game_starts in starts] if starts else [[] for _ in range(n)]
@@ -193,6 +196,10 @@ class TwoPlayerGames:
         num_threads = max(1, min(num_threads, n))
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
         self._partition = [range(t, n, num_threads) for t in range(num_threads)]
+
+    def assist_serves(self, g: int, side: int) -> None:
+        """Serve for the player on `side` of game g from now on (see `serve_assist`)."""
+        self._assist[g, side] = True
 
     # -- what the games show ------------------------------------------------------------------------------------
 
@@ -407,8 +414,8 @@ class TwoPlayerGames:
         return ended
 
     def _begin(self, g: int) -> None:
-        if self.assisted and not self.ball_in_play(g):
-            self._asked[g, list(self.assisted)] = self.action_map[FIRE]
+        if self._assist[g].any() and not self.ball_in_play(g):
+            self._asked[g, self._assist[g]] = self.action_map[FIRE]
         self._frame_in_step[g] = 0
         self._step_rewards[g] = [0, 0]
         self._fetch_every_frame[g] = self.record_colour or self._may_end_early(g)
