@@ -368,7 +368,7 @@ def test_eval_with_sticky_actions_says_so_greedy_and_sampled(trained_run, capsys
         (["eval", "RUN", "--sticky-actions", "1"], 1, "sticky-action probability must be in [0, 1)"),
         (["eval", "RUN", "--sticky-actions", "-0.1"], 1, "sticky-action probability must be in [0, 1)"),
         (["eval", "RUN", "--sticky-actions", "often"], 2, "expected a number"),
-        (["duel", "RUN", "RUN", "--sticky-actions", "0.25"], 1, "built-in AI only"),
+        (["duel", "RUN", "RUN", "--sticky-actions", "1"], 1, "sticky-action probability must be in [0, 1)"),
     ],
 )
 def test_sticky_actions_refuse_bad_input_in_one_line(trained_run, capsys, command, code, message):

@@ -305,6 +305,20 @@ def test_the_zoos_best_agent_is_the_best_under_sticky_actions(tmp_path, monkeypa
     assert "+16.0..+18.0" in table and "distinct" in table
 
 
+def test_the_zoos_best_agent_is_the_one_with_the_best_worst_case_when_reports_exist(tmp_path, monkeypatch):
+    monkeypatch.setattr(zoo, "FOLDER", str(tmp_path))
+    # (name, sticky score, worst case of its robustness report): the specialist beats the built-in AI by more
+    for name, sticky, worst in (("specialist", 17.0, -9.0), ("allrounder", 14.0, 5.0), ("unreported", 19.0, None)):
+        (tmp_path / f"{name}.safetensors").write_bytes(b"")
+        card = {"algo": "selfplay", "env_step": 1, "scores": {"sticky_actions": {"mean": sticky}}}
+        if worst is not None:
+            card["robustness"] = {"worst": {"opponent": "hold-up", "point_difference": worst}}
+        (tmp_path / f"{name}.json").write_text(json.dumps(card))
+    assert zoo.best() == "zoo:allrounder"
+    table = zoo.format_listing(zoo.listing())
+    assert "worst case" in table and "-9.00" in table
+
+
 def test_a_reader_that_closes_the_pipe_ends_the_listing_quietly():
     # `pongrl zoo | head -1`: the reader leaves before pongrl writes; that is no error and no traceback.
     process = subprocess.Popen([sys.executable, "-m", "pongrl", "zoo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

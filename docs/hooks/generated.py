@@ -70,8 +70,9 @@ def _sticky(card: dict) -> str:
 def zoo_table() -> str:
     """The zoo as a Markdown table: one row per agent, a checkpoint series in one row with its range."""
     rows = [
-        "| agent | algorithm | trained for | exact: 31 starts (distinct games) | sticky actions 0.25 [95% interval] |",
-        "|---|---|---:|---:|---:|",
+        "| agent | algorithm | trained for | exact: 31 starts (distinct games) | sticky actions 0.25 [95% interval] "
+        "| worst case (opponent) |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     series: dict[str, list[dict]] = {}
     for card in _cards():
@@ -82,7 +83,7 @@ def zoo_table() -> str:
         distinct = f" ({exact['distinct_games']})" if exact.get("distinct_games") else ""
         rows.append(
             f"| `zoo:{card['name']}` | {card['algo']} | {_steps(card)} | {_score(exact.get('mean'))}{distinct} | "
-            f"{_sticky(card)} |"
+            f"{_sticky(card)} | {_worst(card)} |"
         )
     for name, members in sorted(series.items()):
         members.sort(key=lambda card: card["env_step"])
@@ -92,9 +93,47 @@ def zoo_table() -> str:
         rows.append(
             f"| `zoo:{name}-*` ({len(members)} checkpoints of one run) | {members[0]['algo']} | "
             f"{members[0]['env_step']:,} to {members[-1]['env_step']:,} agent steps | "
-            f"{min(exact):+.2f} to {max(exact):+.2f} | {sticky_text} |"
+            f"{min(exact):+.2f} to {max(exact):+.2f} | {sticky_text} | - |"
         )
     return "\n".join(rows)
+
+
+def _worst(card: dict) -> str:
+    worst = card.get("robustness", {}).get("worst")
+    return "-" if not worst else f"{worst['point_difference']:+.2f} ({worst['opponent']})"
+
+
+def scripted_battery(argument: str = "") -> str:
+    """The scripted opponents, a line each, from pongrl.scripted.BATTERY."""
+    from pongrl.scripted import BATTERY
+
+    return "\n".join(f"- `{name}`: {description}" for name, (_, description) in BATTERY.items())
+
+
+def robustness_table(argument: str = "") -> str:
+    """Every robustness report the zoo's cards hold, as one table: a row per opponent, a column per agent, each
+    cell the agent's mean point difference a game (wins-losses), the worst case and the mean at the bottom."""
+    cards = [card for card in _cards() if card.get("robustness")]
+    if not cards:
+        raise ValueError("no zoo card holds a robustness report")
+    opponents = list(dict.fromkeys(row["opponent"] for card in cards for row in card["robustness"]["rows"]))
+    lines = [
+        "| opponent | " + " | ".join(f"`zoo:{card['name']}`" for card in cards) + " |",
+        "|---|" + "---:|" * len(cards),
+    ]
+    for opponent in opponents:
+        cells = []
+        for card in cards:
+            row = next((r for r in card["robustness"]["rows"] if r["opponent"] == opponent), None)
+            if row is None or f"zoo:{card['name']}" == opponent:
+                cells.append("")
+            else:
+                cells.append(f"{row['point_difference']:+.1f} ({row['wins']}-{row['losses']})")
+        lines.append(f"| {opponent} | " + " | ".join(cells) + " |")
+    lines.append("| **worst case** | " + " | ".join(f"**{_worst(card)}**" for card in cards) + " |")
+    means = (f"{card['robustness']['mean_point_difference']:+.2f}" for card in cards)
+    lines.append("| mean over opponents | " + " | ".join(means) + " |")
+    return "\n".join(lines)
 
 
 def zoo_cards() -> str:
@@ -199,8 +238,8 @@ METRIC_MEANINGS = {
     "eval_sampled_mean_return": "mean score of the evaluation's games with actions sampled from the policy",
     "eval_sampled_std_return": "their standard deviation",
     "return_vs_pool": "self-play: the learner's mean score in games against the opponent pool",
-    "return_vs_scripted": "self-play: the learner's mean score in games against scripted opponents",
-    "return_vs_agents": "self-play: the learner's mean score in games against fixed agents",
+    "return_vs_scripted": "self-play: the learner's mean score in games against scripted paddles",
+    "return_vs_agents": "self-play: the learner's mean score in games against the frozen opponent agents",
     "return_vs_builtin": "self-play: the learner's mean score in games against the built-in AI",
 }
 
@@ -288,6 +327,8 @@ def include(name: str) -> str:
 GENERATORS = {
     "zoo-table": lambda argument: zoo_table(),
     "zoo-cards": lambda argument: zoo_cards(),
+    "robustness-table": robustness_table,
+    "scripted-battery": scripted_battery,
     "hyperparameters": hyperparameters,
     "presets": presets,
     "cli": lambda argument: cli_reference(),

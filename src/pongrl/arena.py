@@ -115,9 +115,9 @@ def play_match(
     """Play `games` games; one dict per game, scored for `first`. `sample` (both players, or a pair for
     first and second) draws actions from the policies instead of playing greedily. `serve_assist`
     serves for agents that never learned to (two-agent games only; see pongrl.envs.two_player).
-    `sticky_actions` (games against the built-in AI only) is the emulator's probability of repeating
-    the previous action on a frame. `game_mode` (two-agent games only) is the cartridge's two-player
-    variation, 3 or 4 (pong_v3's classic)."""
+    `sticky_actions` is the probability that a player's previous action repeats on a frame (against the
+    built-in AI the emulator's own; between two agents drawn per frame and player). `game_mode` (two-agent games
+    only) is the cartridge's two-player variation, 3 or 4 (pong_v3's classic)."""
     samples = (sample, sample) if isinstance(sample, bool) else tuple(sample)
     if games <= 0:
         raise PongrlError(f"the number of games must be positive, got {games}")
@@ -138,9 +138,11 @@ def play_match(
             spread(plans), seed=seed, sticky_actions=sticky_actions, vectorized=agent.obs_profile == "standard"
         )
         return [_game_record(record) for record in records]
-    if sticky_actions:
-        raise PongrlError("sticky actions apply to games against the built-in AI only, not between two agents")
-    return _play_agents(first.agent, second.agent, games, seed, samples, max_frames, serve_assist, game_mode)
+    players = (
+        AgentPlayer(first.agent, np.random.default_rng([seed, 1]), sample=samples[0]),
+        AgentPlayer(second.agent, np.random.default_rng([seed, 2]), sample=samples[1]),
+    )
+    return play_two_player(*players, games, seed, max_frames, serve_assist, game_mode, sticky_actions)
 
 
 def refuse_game_mode_against_builtin(game_mode: int) -> None:
@@ -169,25 +171,24 @@ def _game_record(record: dict) -> dict:
     }
 
 
-def _play_agents(
-    first: Agent,
-    second: Agent,
+def play_two_player(
+    first,
+    second,
     games: int,
     seed: int,
-    samples: tuple[bool, bool],
-    max_frames: int,
-    serve_assist: bool,
-    game_mode: int,
+    max_frames: int = MAX_CYCLES,
+    serve_assist: bool = False,
+    game_mode: int = CLASSIC_MODE,
+    sticky_actions: float = 0.0,
 ) -> list[dict]:
-    """Games 2k and 2k+1 share a start (a number of no-op frames drawn from `seed`); the first
-    player takes the right paddle in even games and the left one in odd games. They are played in waves
-    of MAX_PARALLEL_GAMES games that start together."""
+    """Games between two players of the runner (agents, scripted paddles) on the two-player emulator, scored for
+    `first`. Games 2k and 2k+1 share a start (a number of no-op frames drawn from `seed`); the first player takes
+    the right paddle in even games and the left one in odd games. They are played in waves of MAX_PARALLEL_GAMES
+    games that start together."""
+    if not 0.0 <= sticky_actions < 1.0:  # at 1 a player's first action would repeat for ever
+        raise PongrlError(f"the sticky-action probability must be in [0, 1), got {sticky_actions}")
     starts = np.random.default_rng([seed, 0]).integers(0, MAX_START_NOOP_FRAMES, size=(games + 1) // 2)
-    players = (
-        AgentPlayer(first, np.random.default_rng([seed, 1]), sample=samples[0]),
-        AgentPlayer(second, np.random.default_rng([seed, 2]), sample=samples[1]),
-    )
-    plans = [GamePlan(*players, first_right=g % 2 == 0, start=int(starts[g // 2])) for g in range(games)]
+    plans = [GamePlan(first, second, first_right=g % 2 == 0, start=int(starts[g // 2])) for g in range(games)]
     records = []
     for wave in range(0, games, MAX_PARALLEL_GAMES):
         records += play_games(
@@ -195,6 +196,7 @@ def _play_agents(
             max_frames=max_frames,
             serve_assist=serve_assist,
             game_mode=game_mode,
+            sticky_actions=sticky_actions,
         )
     return [_game_record(record) for record in records]
 

@@ -29,7 +29,12 @@ SAVED_STATE_SHAPE = {
     "ppo": {"network", "share_network"},
     "selfplay": {"network", "share_network"},
 }
-POOL_SHAPE = {"num_envs", "opponent_pool", "pool_size"}
+# What lays out the games of each kind of opponent a checkpoint holds (pongrl.opponents): a branch keeps it.
+OPPONENT_SHAPES = {
+    "opponent_pool": {"num_envs", "opponent_pool", "pool_size"},
+    "scripted_opponents": {"num_envs", "opponent_pool", "scripted_fraction", "scripted_opponents"},
+    "agent_opponents": {"num_envs", "opponent_pool", "scripted_fraction", "agent_fraction", "opponent_agents"},
+}
 
 
 def resume_point(
@@ -80,7 +85,9 @@ def branch_run(
     if foreign:
         raise PongrlError(f"--{foreign[0].replace('_', '-')} is not a setting of a {config.algo} run")
     payload, step = resume_point(run_dir, config, checkpoint, extra_steps, total_steps)
-    fixed = SAVED_STATE_SHAPE[config.algo] | (POOL_SHAPE if "opponent_pool" in payload["state"] else set())
+    fixed = SAVED_STATE_SHAPE[config.algo].union(
+        *(shape for module, shape in OPPONENT_SHAPES.items() if module in payload["state"])
+    )
     reshaped = sorted(name for name, value in changes.items() if name in fixed and value != getattr(config, name))
     if reshaped:
         raise PongrlError(

@@ -20,6 +20,7 @@ import yaml
 from pongrl._version import __version__
 from pongrl.errors import PongrlError
 from pongrl.game import CLASSIC_MODE, GAME_MODES, MAX_CYCLES
+from pongrl.scripted import scripted_names
 
 
 @dataclass
@@ -28,6 +29,7 @@ class DQNConfig:
     preset: str = "default"
     total_steps: int = 2_000_000
     seed: int = 1
+    init: str = ""
     num_envs: int = 4
     sticky_actions: float = 0.0
     network: str = "nature"
@@ -43,14 +45,14 @@ class DQNConfig:
     prioritized_replay: bool = False
     priority_alpha: float = 0.5
     priority_beta: float = 0.4
-    loss: str = "huber"
-    max_grad_norm: float = 10.0
     dueling: bool = False
     distributional: str = "none"
     atoms: int = 51
     quantiles: int = 200
     v_min: float = -10.0
     v_max: float = 10.0
+    loss: str = "huber"
+    max_grad_norm: float = 10.0
     target_update_every: int = 2_000
     epsilon_start: float = 1.0
     epsilon_end: float = 0.01
@@ -92,8 +94,6 @@ FIELD_HELP: dict[str, str] = {
     "prioritized_replay": "draw transitions in proportion to their last TD error (Schaul et al. 2016, proportional)",
     "priority_alpha": "prioritized replay: how strongly priorities skew the draw (0 = uniform)",
     "priority_beta": "prioritized replay: importance-weight exponent at the start, annealed to 1 at --total-steps",
-    "loss": "TD loss: huber or mse",
-    "max_grad_norm": "clip the global gradient norm to this (0 = no clipping)",
     "dueling": "value and advantage streams, Q = V + A - mean over actions of A (Wang et al. 2016)",
     "distributional": "value head: none (expected Q-values), c51 (a categorical return distribution on fixed atoms, "
     "Bellemare et al. 2017) or qr (quantile regression with the quantile Huber loss, Dabney et al. 2018); "
@@ -103,6 +103,8 @@ FIELD_HELP: dict[str, str] = {
     "v_min": "c51: the lowest return the distribution can hold (returns are of clipped rewards; "
     "a target past the bounds lands on the end atom)",
     "v_max": "c51: the highest return the distribution can hold",
+    "loss": "TD loss: huber or mse",
+    "max_grad_norm": "clip the global gradient norm to this (0 = no clipping)",
     "target_update_every": "environment steps between target-network copies",
     "epsilon_start": "exploration epsilon at step 0",
     "epsilon_end": "exploration epsilon after the decay",
@@ -180,6 +182,7 @@ class PPOConfig:
     preset: str = "default"
     total_steps: int = 10_000_000
     seed: int = 1
+    init: str = ""
     num_envs: int = 16
     sticky_actions: float = 0.0
     network: str = "nature"
@@ -202,6 +205,10 @@ class PPOConfig:
     end_gae_at_point: bool = False
     opponent_pool: float = 0.0
     builtin_fraction: float = 0.0
+    scripted_fraction: float = 0.0
+    scripted_opponents: str = "all"
+    agent_fraction: float = 0.0
+    opponent_agents: str = ""
     pool_size: int = 8
     pool_every: int = 200_000
     pool_play: str = "sample"
@@ -245,6 +252,16 @@ FIELD_HELP.update(
         "(0 = plain self-play)",
         "builtin_fraction": "self-play: fraction of games played against the built-in AI on the single-player "
         "emulator, the learner on the right paddle in the card's view (0 = none)",
+        "scripted_fraction": "self-play: fraction of games in which a scripted paddle (pongrl.scripted) plays one "
+        "side (0 = none)",
+        "scripted_opponents": "self-play: the scripted paddles of those games, comma-separated, or all "
+        "(each game draws one as it starts)",
+        "agent_fraction": "self-play: fraction of games in which a frozen agent of --opponent-agents plays one side, "
+        "greedy (0 = none)",
+        "opponent_agents": "self-play: the frozen opponents, comma-separated agents of any observation profile "
+        "(zoo:NAME, checkpoints, runs, exploiters)",
+        "init": "start from this agent's weights (zoo:NAME, a run, a checkpoint, hf://...) with a fresh optimizer and "
+        "counters; the same algorithm, network and observation profile (empty = random weights)",
         "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
         "pool_every": "self-play: agent steps between snapshots into the opponent pool",
         "pool_play": "self-play: how the pool's opponents choose their actions, sample (as the learner does) or greedy "
@@ -318,6 +335,7 @@ BRANCH_SETTINGS = ({f.name for f in fields(DQNConfig)} | {f.name for f in fields
     "algo",
     "preset",
     "total_steps",
+    "init",  # a branch starts from its run's checkpoint
 }
 
 
@@ -378,6 +396,8 @@ STRICTLY_POSITIVE_FLOATS = {"learning_rate", "adam_eps"}
 UNIT_INTERVAL = {
     "opponent_pool",
     "builtin_fraction",
+    "scripted_fraction",
+    "agent_fraction",
     "gamma",
     "epsilon_start",
     "epsilon_end",
@@ -444,10 +464,13 @@ def validate(config) -> None:
         if config.pool_play != "sample" and not config.opponent_pool:
             raise PongrlError("--pool-play is how the opponent pool plays: it needs --opponent-pool")
         games = config.num_envs // 2
-        for flag, fraction, kind in (
+        mix = (
             ("--opponent-pool", config.opponent_pool, "pool game"),
+            ("--scripted-fraction", config.scripted_fraction, "game against a scripted paddle"),
+            ("--agent-fraction", config.agent_fraction, "game against a frozen agent"),
             ("--builtin-fraction", config.builtin_fraction, "game against the built-in AI"),
-        ):
+        )
+        for flag, fraction, kind in mix:
             if not fraction:
                 continue
             if config.algo != "selfplay":
@@ -455,8 +478,15 @@ def validate(config) -> None:
             if pool_game_count(fraction, games) == 0:
                 raise PongrlError(f"{flag} {fraction} gives no {kind} among {games} games")
             learners -= pool_game_count(fraction, games)  # the opponents' steps are not learned from
-        if pool_game_count(config.opponent_pool, games) + pool_game_count(config.builtin_fraction, games) > games:
-            raise PongrlError(f"--opponent-pool and --builtin-fraction ask for more than the {games} games together")
+        if sum(pool_game_count(fraction, games) for _, fraction, _ in mix) > games:
+            raise PongrlError(
+                "--opponent-pool, --scripted-fraction, --agent-fraction and --builtin-fraction ask for more than "
+                f"the {games} games together"
+            )
+        if config.scripted_fraction:
+            scripted_names(config.scripted_opponents)
+        if config.agent_fraction and not config.opponent_agents.strip():
+            raise PongrlError("--agent-fraction needs --opponent-agents (the agents that play those games)")
         if (learners * config.num_steps) % config.num_minibatches:
             raise PongrlError(
                 "--num-minibatches must divide the learned steps of a rollout "

@@ -15,6 +15,7 @@ import torch
 from pongrl import config as config_module
 from pongrl.checkpoint import load_checkpoint
 from pongrl.errors import PongrlError
+from pongrl.nets import is_shared_torso
 from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
 
 
@@ -80,6 +81,49 @@ class LearnerState:
     def on_added(self, names: list[str]) -> None:
         """Set up the optional modules a branch added, from the restored state."""
 
+    # The modules that `--init` fills with an agent's weights (the playing network, and any copy of it).
+    initialized_networks: tuple[str, ...] = ()
+
+    def start_from(self, weights: dict, spec: str) -> None:
+        """Start from an agent's playing weights (`--init`), keeping the fresh optimizer and counters."""
+        for name in self.initialized_networks:
+            load_initial_weights(self.modules()[name], weights, spec)
+
+
+def initial_weights(config, profile: str) -> dict:
+    """The playing weights of the agent `config.init` names, refused unless it is of the run's kind of network (a
+    Q-network for DQN, a policy for PPO) and sees the run's observation profile `profile`."""
+    from pongrl.agent import load_agent  # the agents sit above the learners' machinery
+
+    agent = load_agent(config.init)
+    if (agent.algo == "dqn") != (config.algo == "dqn"):
+        raise PongrlError(
+            f"--init {config.init}: a {agent.algo} agent cannot start a {config.algo} run (another kind of network)"
+        )
+    if agent.obs_profile != profile:
+        raise PongrlError(
+            f"--init {config.init}: the agent sees the {agent.obs_profile} observation profile, the run trains on "
+            f"the {profile} one"
+        )
+    weights = agent.state_dict()
+    shared = is_shared_torso(weights)
+    if config.algo != "dqn" and shared != config.share_network:
+        # checked apart: a shared torso's state_dict holds the critic's copy too, so loading it would not tell
+        torso = "share one torso" if shared else "have a torso each"
+        flag = "--share-network" if shared else "--no-share-network"
+        raise PongrlError(
+            f"--init {config.init}: its network differs from the run's (its actor and critic {torso}: add {flag})"
+        )
+    return weights
+
+
+def load_initial_weights(network: torch.nn.Module, weights: dict, spec: str) -> None:
+    try:
+        network.load_state_dict(weights)
+    except (KeyError, RuntimeError, TypeError) as error:
+        reason = str(error).strip().splitlines()[0][:120]
+        raise PongrlError(f"--init {spec}: its network differs from the run's ({reason})") from None
+
 
 def pick_device(name: str) -> torch.device:
     if name == "auto":
@@ -91,7 +135,7 @@ def pick_device(name: str) -> torch.device:
 
 def make_adam(parameters, learning_rate: float, eps: float) -> torch.optim.Adam:
     """Adam with the fused kernel where torch has one for this device: on these CPUs it takes ~1 ms
-    per step against ~8.5 ms for torch's default per-tensor loop (docs/benchmarks.md)."""
+    per step against ~8.5 ms for torch's default per-tensor loop (docs/speed.md)."""
     parameters = list(parameters)
     try:
         return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, fused=True)
@@ -107,6 +151,8 @@ def start_learner(state_class, config, resume_from: str | None):
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
     state = state_class(config, device)
+    if resume_from is None and config.init:
+        state.start_from(initial_weights(config, state.obs_profile()), config.init)
     if resume_from is not None:
         state.restore(load_checkpoint(resume_from))
         state.counters["resumes"] += 1

@@ -236,10 +236,28 @@ def train(
         config_module.validate(config)
     writes = _writes_run_files(config.algo, run_dir)
     run_dir = run_dir or default_run_dir(config)
+    _check_agents(config)
     if writes:
         prepare_new_run(run_dir, config, force)
         _say(verbose, f"training {config.algo} ({config.preset} preset) into {run_dir}")
     return _train(config, run_dir, None, verbose, handle_signals)
+
+
+def _check_agents(config) -> None:
+    """The agents a new run names (`init`, `opponent_agents`) are loaded and checked before anything is written."""
+    from pongrl.learner import initial_weights, load_initial_weights
+
+    if config.algo == "dqn":
+        from pongrl.algos.dqn import make_q_network as make_network
+
+        profile = "standard"
+    else:
+        from pongrl.algos.ppo import load_opponent_agents, make_actor_critic as make_network, obs_profile
+
+        profile = obs_profile(config)
+        load_opponent_agents(config)
+    if config.init:
+        load_initial_weights(make_network(config), initial_weights(config, profile), config.init)
 
 
 def _train(config, run_dir: str, resume_from: str | None, verbose: bool, handle_signals: bool) -> Run:

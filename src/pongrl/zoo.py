@@ -92,6 +92,9 @@ def listing() -> list[dict]:
                 "sticky": scores.get("sticky_actions", {}).get("mean"),
                 "sticky_ci95": scores.get("sticky_actions", {}).get("ci95"),
                 "sticky_games": scores.get("sticky_actions", {}).get("games"),
+                # the lowest mean point difference over the robustness report's opponents, and whose
+                "worst_case": entry.get("robustness", {}).get("worst", {}).get("point_difference"),
+                "worst_opponent": entry.get("robustness", {}).get("worst", {}).get("opponent"),
                 "megabytes": round(os.path.getsize(os.path.join(FOLDER, name + ".safetensors")) / 2**20, 1),
             }
         )
@@ -108,7 +111,8 @@ def format_listing(rows: list[dict]) -> str:
 
     lines = [
         f"{'agent':<24} {'version':<8} {'sha256':<{SHORT_SHA}} {'algorithm':<10} {'env steps':>10} "
-        f"{'exact (31 starts)':>17} {'distinct':>8} {'sticky 0.25':>11} {'95% interval':>15} {'MiB':>5}"
+        f"{'exact (31 starts)':>17} {'distinct':>8} {'sticky 0.25':>11} {'95% interval':>15} {'worst case':>10} "
+        f"{'MiB':>5}"
     ]
     for row in rows:
         interval = "-" if not row["sticky_ci95"] else f"{row['sticky_ci95'][0]:+.1f}..{row['sticky_ci95'][1]:+.1f}"
@@ -116,13 +120,15 @@ def format_listing(rows: list[dict]) -> str:
         lines.append(
             f"{row['name']:<24} {row['version'] or '-':<8} {row['sha256'][:SHORT_SHA]} {row['algo']:<10} "
             f"{row['env_step']:>10,} {score(row['exact']):>17} {distinct:>8} {score(row['sticky']):>11} "
-            f"{interval:>15} {row['megabytes']:>5}"
+            f"{interval:>15} {score(row['worst_case']):>10} {row['megabytes']:>5}"
         )
     lines.append(
         "scores: mean against the built-in AI, greedy; exact = from each of the 31 no-op starts on the "
         "deterministic emulator (pongrl eval zoo:NAME --every-start), distinct = how many different games "
         "those were; sticky = games under sticky actions 0.25 (the ALE v5 protocol), seed 0, with the 95% "
-        "interval of the mean (pongrl eval zoo:NAME --protocols plays both); version = the pongrl release that "
+        "interval of the mean (pongrl eval zoo:NAME --protocols plays both); worst case = the lowest mean point "
+        "difference a game over every opponent of the robustness report (pongrl robustness zoo:NAME: the built-in "
+        "AI, scripted paddles, the other zoo agents); version = the pongrl release that "
         f"added the weights, sha256 = the first {SHORT_SHA} hex digits of the weights file's SHA-256 "
         "(pongrl zoo --json gives all 64)"
     )
@@ -130,9 +136,18 @@ def format_listing(rows: list[dict]) -> str:
 
 
 def best() -> str:
-    """The shipped agent with the best score against the built-in AI under sticky actions (the protocol on
-    which a memorized game does not help), the exact score breaking ties."""
+    """The shipped agent with the best worst case over the robustness report's opponents (an agent that some
+    opponent beats is no good default to play against), the score against the built-in AI under sticky actions
+    (the protocol on which a memorized game does not help) breaking ties and ranking agents without a report."""
     rows = [row for row in listing() if row["sticky"] is not None]
     if not rows:
         raise PongrlError("the zoo is empty: name an agent to play against")
-    return max(rows, key=lambda row: (row["sticky"], row["exact"] or 0.0))["name"]
+    unknown = float("-inf")
+    return max(
+        rows,
+        key=lambda row: (
+            unknown if row["worst_case"] is None else row["worst_case"],
+            row["sticky"],
+            row["exact"] or 0.0,
+        ),
+    )["name"]

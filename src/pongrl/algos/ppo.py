@@ -33,7 +33,8 @@ from pongrl.errors import PongrlError
 from pongrl.game import NUM_ACTIONS, PLAYERS
 from pongrl.nets import ActorCritic
 from pongrl.learner import LearnerState, make_adam, start_learner
-from pongrl.opponents import OpponentPool
+from pongrl.opponents import AgentOpponents, OpponentPool, ScriptedOpponents
+from pongrl.scripted import scripted_names
 from pongrl.run import PhaseClock, StopSignal, TrainingOutcome, TrainingSession, checkpoint_dir
 from pongrl.seeding import derived_seed
 
@@ -59,6 +60,8 @@ METRIC_COLUMNS = [
     "eval_sampled_mean_return",
     "eval_sampled_std_return",
     "return_vs_pool",
+    "return_vs_scripted",
+    "return_vs_agents",
     "return_vs_builtin",
 ]
 
@@ -176,9 +179,9 @@ def learning_rate_at(config, step: int) -> float:
 
 
 # ---- environments --------------------------------------------------------------------------------
-def make_env(config, seed: int, num_envs: int | None = None):
+def make_env(config, seed: int, num_envs: int | None = None, frozen: AgentOpponents | None = None):
     """The training env: two-player self-play (fast or reference) or one player vs the built-in AI.
-    `num_envs` (default config.num_envs) is this process's share under torchrun."""
+    `num_envs` (default config.num_envs) is this process's share under torchrun; `frozen` agents play in it."""
     num_envs = num_envs or config.num_envs
     if config.algo == "selfplay":  # the public Gymnasium vector env (or the card's own chain)
         from pongrl.envs import pong_selfplay_v0, selfplay
@@ -198,7 +201,10 @@ def make_env(config, seed: int, num_envs: int | None = None):
                 max_cycles=config.max_cycles,
                 game_mode=config.game_mode,
                 sticky_actions=config.sticky_actions,
+                profiles=frozen.views() if frozen else (),
             )
+            if frozen:
+                frozen.attach(self_play)
         if not builtin_games:
             return self_play
         return SelfPlayWithBuiltinEnv(self_play, BuiltinGamesAsPlayers(builtin_games, seed, config.sticky_actions))
@@ -207,6 +213,28 @@ def make_env(config, seed: int, num_envs: int | None = None):
     if config.obs == "seed":  # the C++ vector env has no blue channel: one Python emulator loop per game
         return GameVectorEnv(num_envs, seed, profile="seed", sticky_actions=config.sticky_actions)
     return ChannelLastVectorEnv(num_envs, seed, config.sticky_actions)
+
+
+def make_actor_critic(config) -> ActorCritic:
+    return ActorCritic(NUM_ACTIONS, config.share_network, config.network, config.precision)
+
+
+def load_opponent_agents(config) -> list:
+    """The frozen agents of --opponent-agents (none without --agent-fraction). The fast env shows each its own
+    observation profile; the reference env (--env reference) only the self-play card's view, and it does not
+    assist their serves."""
+    if config.algo != "selfplay" or not config.agent_fraction:
+        return []
+    from pongrl.agent import load_agent  # the agents sit above the learners
+
+    agents = [load_agent(spec.strip()) for spec in config.opponent_agents.split(",") if spec.strip()]
+    for agent in agents:
+        if agent.obs_profile != "seed" and config.env == "reference":
+            raise PongrlError(
+                f"--opponent-agents {agent.name}: it sees the {agent.obs_profile} observation profile; the reference "
+                "env shows the self-play card's view (seed) only (use --env fast)"
+            )
+    return agents
 
 
 def obs_profile(config) -> str:
@@ -218,24 +246,48 @@ def obs_profile(config) -> str:
 class PPOState(LearnerState):
     """Everything a PPO run carries across a stop: the network, optimizer moments, counters, RNGs."""
 
-    optional_modules = ("opponent_pool",)
+    optional_modules = ("opponent_pool", "scripted_opponents", "agent_opponents")
+    initialized_networks = ("agent",)
 
     def __init__(self, config, device: torch.device):
         super().__init__(config, RECENT_EPISODES, updates=0, collected=[])
-        self.agent = ActorCritic(NUM_ACTIONS, config.share_network, config.network, config.precision).to(device)
+        self.agent = make_actor_critic(config).to(device)
         self.optimizer = make_adam(self.agent.parameters(), config.learning_rate, config.adam_eps)
-        self.opponent_pool = None
-        if config.opponent_pool:  # past snapshots play some games' second paddle; the first is the initial policy
-            self.opponent_pool = OpponentPool(config, config.num_envs // 2, NUM_ACTIONS, device)
+        # The opponents' games, laid out as pongrl.opponents says: pool, scripted, frozen agents.
+        games = config.num_envs // 2
+        pool_games, scripted_games, agent_games = (
+            pool_game_count(fraction, games) if config.algo == "selfplay" else 0
+            for fraction in (config.opponent_pool, config.scripted_fraction, config.agent_fraction)
+        )
+        self.opponent_pool = self.scripted_opponents = self.agent_opponents = None
+        if pool_games:  # past snapshots play some games' second paddle; the first is the initial policy
+            self.opponent_pool = OpponentPool(config, games, NUM_ACTIONS, device)
             self.opponent_pool.restart(self.agent)
+        if scripted_games:
+            names = scripted_names(config.scripted_opponents)
+            self.scripted_opponents = ScriptedOpponents(names, pool_games, scripted_games, config.seed)
+        if agent_games:
+            agents = load_opponent_agents(config)
+            self.agent_opponents = AgentOpponents(agents, pool_games + scripted_games, agent_games, config.seed)
+
+    def opponents(self) -> list:
+        """The kinds of opponent games this run plays, in the env's order."""
+        return [o for o in (self.opponent_pool, self.scripted_opponents, self.agent_opponents) if o is not None]
 
     def modules(self) -> dict:
-        pool = {"opponent_pool": self.opponent_pool} if self.opponent_pool else {}
-        return {"agent": self.agent, "optimizer": self.optimizer, **pool}
+        names = ("opponent_pool", "scripted_opponents", "agent_opponents")
+        present = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        return {"agent": self.agent, "optimizer": self.optimizer, **present}
+
+    def start_from(self, weights: dict, spec: str) -> None:
+        super().start_from(weights, spec)
+        if self.opponent_pool:  # the pool's first opponent is the policy the run starts from
+            self.opponent_pool.restart(self.agent)
 
     def on_added(self, names: list[str]) -> None:
         # A branch that adds the pool to a run without one: its first opponent is the restored policy.
-        self.opponent_pool.restart(self.agent)
+        if "opponent_pool" in names:
+            self.opponent_pool.restart(self.agent)
 
     def obs_profile(self) -> str:
         return obs_profile(self.config)
@@ -258,13 +310,18 @@ def train(
     # Under torchrun this process steps its share of the envs, seeded as those envs would be in one
     # process; it starts from rank 0's weights and samples from its own random streams.
     world = init_world(device)
-    pool = state.opponent_pool
+    pool, opponents = state.opponent_pool, state.opponents()
     builtin_games = pool_game_count(config.builtin_fraction, config.num_envs // 2) if config.algo == "selfplay" else 0
-    if (pool or builtin_games) and world.active:
-        raise PongrlError("--opponent-pool and --builtin-fraction run in one process only, not under torchrun")
+    if (opponents or builtin_games) and world.active:
+        raise PongrlError(
+            "--opponent-pool, --scripted-fraction, --agent-fraction and --builtin-fraction run in one process only, "
+            "not under torchrun"
+        )
     n, horizon = split_envs(config, world), config.num_steps
-    # The entries the update learns from: every player, except the pool opponents and the built-in AI in their games.
-    learner = pool.learner_mask(n) if pool else np.ones(n, bool)
+    # The entries the update learns from: every player, except the opponents and the built-in AI in their games.
+    learner = np.ones(n, bool)
+    for opponent in opponents:
+        learner &= opponent.learner_mask(n)
     learner[builtin_game_entries(n // 2, builtin_games)] = False
     learners = torch.from_numpy(np.flatnonzero(learner))
     world.broadcast_module(agent)
@@ -272,7 +329,7 @@ def train(
         torch.manual_seed(derived_seed(config.seed, 1000 + world.rank, step))
         state.torch_generator.manual_seed(derived_seed(config.seed, 2000 + world.rank, step))
     games_before = world.rank * (n // 2 if config.algo == "selfplay" else n)  # envs seeded per game
-    env = make_env(config, counters["env_seed"] + games_before, n)
+    env = make_env(config, counters["env_seed"] + games_before, n, state.agent_opponents)
 
     # Rollout storage, allocated once: observations stay uint8 until the network sees them.
     obs_buffer = torch.zeros((horizon, n, 84, 84, 4), dtype=torch.uint8)
@@ -287,8 +344,8 @@ def train(
     running_length = np.zeros(n, np.int64)
     points = {"won": 0, "lost": 0, "serve_penalties": 0}
     recent_by_player = (deque(maxlen=RECENT_EPISODES), deque(maxlen=RECENT_EPISODES))
-    recent_vs_pool = deque(maxlen=RECENT_EPISODES)
-    recent_vs_builtin = deque(maxlen=RECENT_EPISODES)
+    recent_vs = {kind: deque(maxlen=RECENT_EPISODES) for kind in ("pool", "scripted", "agents", "builtin")}
+    kinds = {state.opponent_pool: "pool", state.scripted_opponents: "scripted", state.agent_opponents: "agents"}
     first_builtin_game = n // 2 - builtin_games
 
     def track_episodes(reward: np.ndarray, episode_end: np.ndarray, info: dict) -> None:
@@ -300,7 +357,7 @@ def train(
                 return
             results = info["episode"]
             finished = np.flatnonzero(info["_episode"])
-            finished = finished[learner[finished]]  # a pool opponent's games are not the learner's
+            finished = finished[learner[finished]]  # an opponent's side of a game is not the learner's
             scores = results["points_won"][finished] - results["points_lost"][finished]
             lengths = results["l"][finished]
             points["won"] += int(results["points_won"][finished].sum())
@@ -317,10 +374,11 @@ def train(
         counters["episodes"] += len(finished)
         state.recent_returns.extend(float(s) for s in scores)
         for index, score in zip(finished, scores):
-            if pool and index // 2 < pool.pool_games:
-                recent_vs_pool.append(float(score))
+            owner = next((opponent for opponent in opponents if opponent.owns(index)), None)
+            if owner is not None:
+                recent_vs[kinds[owner]].append(float(score))
             elif builtin_games and index // 2 >= first_builtin_game:
-                recent_vs_builtin.append(float(score))
+                recent_vs["builtin"].append(float(score))
             else:
                 recent_by_player[index % 2].append(float(score))
         state.recent_lengths.extend(int(length) for length in lengths)
@@ -374,8 +432,8 @@ def train(
                     action = distribution.sample()
                     logprobs[t] = distribution.log_prob(action).cpu()
                 values[t], actions[t] = value.cpu(), action.cpu()  # one copy off the device per step
-                if pool:
-                    pool.play(obs_on_device, actions[t])
+                for opponent in opponents:
+                    opponent.play(obs_on_device, actions[t])
                 mark = phases.lap("inference", mark)
                 obs, reward, terminated, truncated, info = env.step(actions[t].numpy())
                 phases.lap("env", mark)
@@ -390,8 +448,8 @@ def train(
                 rewards[t] = torch.from_numpy(learn_reward.astype(np.float32))
                 next_obs = torch.from_numpy(obs)
                 track_episodes(reward, episode_end, info)
-                if pool:
-                    pool.games_ended(episode_end[0::2])
+                for opponent in opponents:
+                    opponent.games_ended(episode_end[0::2])
             before, step = step, step + config.num_envs * horizon  # all processes' env steps
 
             # 2. Advantages, then the update on the flattened rollout.
@@ -406,7 +464,7 @@ def train(
                 "returns": returns,
                 "values": values,
             }
-            if pool:  # (T, N, ...) -> (T, learners, ...): a copy, so without a pool the views are flattened as they are
+            if opponents:  # (T, N, ...) -> (T, learners, ...): a copy; without opponents the views flatten as they are
                 rollout = {key: tensor[:, learners] for key, tensor in rollout.items()}
             batch = {key: tensor.reshape(-1, *tensor.shape[2:]).to(device) for key, tensor in rollout.items()}
             mark = time.perf_counter()
@@ -440,10 +498,12 @@ def train(
                         if config.algo == "selfplay"
                         else {}
                     ),
-                    # the learner's mean score against its past snapshots (above zero while it improves on them)
-                    "return_vs_pool": float(np.mean(recent_vs_pool)) if recent_vs_pool else None,
-                    # the learner's mean score in its games against the built-in AI (--builtin-fraction)
-                    "return_vs_builtin": float(np.mean(recent_vs_builtin)) if recent_vs_builtin else None,
+                    # the learner's mean score against each kind of opponent: its past snapshots (above zero while it
+                    # improves on them), scripted paddles, frozen agents, the built-in AI (--builtin-fraction)
+                    **{
+                        f"return_vs_{kind}": float(np.mean(recent)) if recent else None
+                        for kind, recent in recent_vs.items()
+                    },
                     "points_won": points["won"],
                     "points_lost": points["lost"],
                     "serve_penalties": points["serve_penalties"],

@@ -4,8 +4,9 @@ Exit codes: 0 success, 1 a refused input or failed action (message on stderr), 2
 line, 128+N when a training run was stopped by signal N after writing its checkpoint.
 
 One module per command group, each its commands' parsers and the calls of the library they make:
-`training` (train, resume, branch, plot), `games` (eval, duel, league, video, play), `agents` (zoo, card,
-export), `probe` (probe collect, fit, across); `common` holds the parser class and argument types they share.
+`training` (train, resume, branch, plot), `games` (eval, duel, league, video, play), `opponents` (robustness, exploit),
+`agents` (zoo, card, export), `probe` (probe collect, fit, across); `common` holds the parser class and argument
+types they share.
 Importing this package loads neither torch nor the emulator: the commands import what they use.
 """
 
@@ -15,7 +16,7 @@ import os
 import sys
 
 from pongrl._version import __version__
-from pongrl.cli import agents, games, probe, training
+from pongrl.cli import agents, games, opponents, probe, training
 from pongrl.cli.common import Parser
 from pongrl.errors import CheckpointWriteError, PongrlError
 
@@ -27,6 +28,8 @@ PARSERS = (
     games.add_eval,
     games.add_duel,
     games.add_league,
+    opponents.add_robustness,
+    opponents.add_exploit,
     agents.add_card,
     agents.add_export,
     games.add_play,
@@ -46,6 +49,8 @@ COMMANDS = {
     "eval": games.cmd_eval,
     "duel": games.cmd_duel,
     "league": games.cmd_league,
+    "robustness": opponents.cmd_robustness,
+    "exploit": opponents.cmd_exploit,
     "export": agents.cmd_export,
     "plot": training.cmd_plot,
     "video": games.cmd_video,

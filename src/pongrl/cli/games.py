@@ -28,9 +28,9 @@ def add_sticky_actions(parser: argparse.ArgumentParser) -> None:
         type=finite_float,
         default=0.0,
         metavar="P",
-        help="games against the built-in AI: the emulator repeats the previous action on each frame "
-        "with probability P (0.25 in the ALE v5 protocol), a held-out test for policies that the "
-        "deterministic protocol lets repeat one winning pattern "
+        help="each player's previous action repeats on each frame with probability P (0.25 in the ALE v5 "
+        "protocol; against the built-in AI the emulator's own, between two agents drawn per frame and player), a "
+        "held-out test for policies that the deterministic protocol lets repeat one winning pattern "
         "(default 0, the training protocol)",
     )
 
@@ -176,7 +176,7 @@ def add_play(commands) -> None:
         metavar="AGENT",
         nargs="?",
         default=None,
-        help=AGENT_HELP + " (default: the zoo agent with the best score under sticky actions)",
+        help=AGENT_HELP + " (default: the zoo agent with the best worst case in its robustness report)",
     )
     play.add_argument(
         "--opponent",
