@@ -9,6 +9,8 @@ The library in a few names (see docs/api.md; the CLI is a thin shell over them):
 - `train(algo, run_dir, ...)` -> `Run`: metrics, checkpoints, `resume`, `branch`, `agent`.
 - `evaluate(agent, ...)` and `evaluate_protocols(agent)` against the built-in AI; `duel(first, second)`;
   `run_league(inputs)` (ratings of many agents); `record_video(first, second, out)`.
+- `exploit(agent, run_dir, steps)` -> `Run`: a PPO best response trained against a frozen agent;
+  `exploitability(run)`: the points it wins per game at a budget of agent steps.
 - `collect_probes(agents, frames, out_dir)` and `fit_probes(out_dir)`: what every layer knows.
 - `PongrlError`: every problem the user can fix.
 
@@ -42,6 +44,8 @@ _EXPORTS = {
     "evaluate_protocols": ("pongrl.evaluation", "evaluate_protocols"),
     "duel": ("pongrl.arena", "duel"),
     "run_league": ("pongrl.league", "run_league"),
+    "exploit": ("pongrl.exploiters", "exploit"),
+    "exploitability": ("pongrl.exploiters", "exploitability"),
     "record_video": ("pongrl.media", "record_video"),
     "collect_probes": ("pongrl.probes.collect", "collect"),
     "fit_probes": ("pongrl.probes.fit", "fit"),
