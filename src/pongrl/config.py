@@ -485,6 +485,9 @@ def validate(config) -> None:
             )
         if config.scripted_fraction:
             scripted_names(config.scripted_opponents)
+        if config.scripted_fraction and config.env == "reference":
+            # a scripted paddle's serves are pressed for it, which PettingZoo's env has no way to do
+            raise PongrlError("--scripted-fraction needs --env fast")
         if config.agent_fraction and not config.opponent_agents.strip():
             raise PongrlError("--agent-fraction needs --opponent-agents (the agents that play those games)")
         if (learners * config.num_steps) % config.num_minibatches:

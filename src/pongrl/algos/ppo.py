@@ -179,9 +179,16 @@ def learning_rate_at(config, step: int) -> float:
 
 
 # ---- environments --------------------------------------------------------------------------------
-def make_env(config, seed: int, num_envs: int | None = None, frozen: AgentOpponents | None = None):
+def make_env(
+    config,
+    seed: int,
+    num_envs: int | None = None,
+    frozen: AgentOpponents | None = None,
+    scripted: ScriptedOpponents | None = None,
+):
     """The training env: two-player self-play (fast or reference) or one player vs the built-in AI.
-    `num_envs` (default config.num_envs) is this process's share under torchrun; `frozen` agents play in it."""
+    `num_envs` (default config.num_envs) is this process's share under torchrun; `frozen` agents and `scripted`
+    paddles play in it."""
     num_envs = num_envs or config.num_envs
     if config.algo == "selfplay":  # the public Gymnasium vector env (or the card's own chain)
         from pongrl.envs import pong_selfplay_v0, selfplay
@@ -205,6 +212,8 @@ def make_env(config, seed: int, num_envs: int | None = None, frozen: AgentOppone
             )
             if frozen:
                 frozen.attach(self_play)
+            if scripted:  # a scripted paddle never presses FIRE: its serves are pressed for it
+                self_play.assist_serves(scripted.opponent_entries)
         if not builtin_games:
             return self_play
         return SelfPlayWithBuiltinEnv(self_play, BuiltinGamesAsPlayers(builtin_games, seed, config.sticky_actions))
@@ -329,7 +338,7 @@ def train(
         torch.manual_seed(derived_seed(config.seed, 1000 + world.rank, step))
         state.torch_generator.manual_seed(derived_seed(config.seed, 2000 + world.rank, step))
     games_before = world.rank * (n // 2 if config.algo == "selfplay" else n)  # envs seeded per game
-    env = make_env(config, counters["env_seed"] + games_before, n, state.agent_opponents)
+    env = make_env(config, counters["env_seed"] + games_before, n, state.agent_opponents, state.scripted_opponents)
 
     # Rollout storage, allocated once: observations stay uint8 until the network sees them.
     obs_buffer = torch.zeros((horizon, n, 84, 84, 4), dtype=torch.uint8)
