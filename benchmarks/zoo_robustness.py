@@ -37,7 +37,7 @@ def main() -> int:
             sys.exit(f"zoo_robustness.py: {path}: judged other weights than {spec}'s today")
         card["robustness"] = {
             **{key: report[key] for key in ("rows", "worst", "mean_point_difference", "settings")},
-            "command": report.get("command") or f"pongrl robustness {spec}",
+            "command": (report.get("command") or f"pongrl robustness {spec}").replace(os.path.expanduser("~"), "~"),
             "date": time.strftime("%Y-%m-%d", time.localtime(os.path.getmtime(path))),
             "hardware": args.hardware,
         }
