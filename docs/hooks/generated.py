@@ -157,6 +157,22 @@ def zoo_cards() -> str:
                 lines.append(
                     f"- {title}: {score['mean']:+.2f} over {score['games']} games{interval_text}: `{score['command']}`"
                 )
+        if card.get("robustness"):
+            report = card["robustness"]
+            worst = report["worst"]
+            lines.append(
+                f"- robustness: worst case {worst['point_difference']:+.2f} a game ({worst['opponent']}), mean "
+                f"{report['mean_point_difference']:+.2f} over its opponents: `{report['command']}`"
+            )
+        if card.get("exploitability"):
+            budgets = ", ".join(
+                f"{row['mean_point_difference']:+.1f} at {row['budget_agent_steps']:,}"
+                for row in card["exploitability"]["rows"]
+            )
+            lines.append(
+                f"- an exploiter's points a game against it, by budget of agent steps: {budgets}: "
+                f"`{card['exploitability']['command']}`"
+            )
         if card.get("sha256"):
             lines += ["", f"SHA-256 of the weights: `{card['sha256']}`"]
         parts.append("\n".join(lines))
