@@ -48,6 +48,11 @@ class OpponentGames:
     players), in each of which an opponent holds one paddle: the second in the kind's even games, the first in its
     odd ones. `opponent[i]` is the opponent game first_game + i plays now, drawn from `choices` as its game starts."""
 
+    kind = ""  # the metrics' name for these games (return_vs_KIND)
+    # Whether these opponents' serves are pressed for them: a player that never learned to serve (a scripted
+    # paddle, an agent trained against the built-in AI) would otherwise stall its game after every point it wins.
+    assisted = False
+
     def __init__(self, first_game: int, count: int, choices: int, rng: np.random.Generator):
         self.first_game, self.count, self.choices, self.rng = first_game, count, choices, rng
         local = np.arange(count)
@@ -59,6 +64,16 @@ class OpponentGames:
         learner = np.ones(num_entries, bool)
         learner[self.opponent_entries] = False
         return learner
+
+    def views(self) -> tuple[str, ...]:
+        """The observation profiles besides the card's view that these opponents need the env to keep."""
+        return ()
+
+    def attach(self, env) -> None:
+        """Play in `env` (a FastSelfPlayEnv keeping `views()`), serves assisted where `assisted`."""
+        self.env = env
+        if self.assisted:
+            env.assist_serves(self.opponent_entries)
 
     def owns(self, entry: int) -> bool:
         """Whether batch entry `entry` belongs to one of these games."""
@@ -85,6 +100,8 @@ class OpponentGames:
 
 
 class OpponentPool(OpponentGames):
+    kind = "pool"
+
     def __init__(self, config, num_games: int, num_actions: int, device: torch.device):
         self.pool_games = pool_game_count(config.opponent_pool, num_games)
         super().__init__(0, self.pool_games, 1, np.random.default_rng(derived_seed(config.seed, 31)))
@@ -137,6 +154,8 @@ class OpponentPool(OpponentGames):
 class ScriptedOpponents(OpponentGames):
     """Scripted paddles (pongrl.scripted) in `count` games from `first_game`, each game's drawn from `names`."""
 
+    kind, assisted = "scripted", True
+
     def __init__(self, names: list[str], first_game: int, count: int, seed: int):
         super().__init__(first_game, count, len(names), np.random.default_rng(derived_seed(seed, 37)))
         self.players = [scripted_player(name, "seed", derived_seed(seed, 41, i)) for i, name in enumerate(names)]
@@ -165,22 +184,16 @@ class AgentOpponents(OpponentGames):
     `attach`). Their weights' digests are saved, so that a resume that would meet other weights under the same
     names is refused."""
 
+    kind, assisted = "agents", True
+
     def __init__(self, agents: list, first_game: int, count: int, seed: int):
         super().__init__(first_game, count, len(agents), np.random.default_rng(derived_seed(seed, 43)))
         self.agents = agents
         self.digests = [weights_digest(agent.state_dict()) for agent in agents]
-        self.env = None
 
     def views(self) -> tuple[str, ...]:
         """The observation profiles besides the card's view that these agents see."""
         return tuple(sorted({agent.obs_profile for agent in self.agents} - {"seed"}))
-
-    def attach(self, env) -> None:
-        """Play in `env` (a FastSelfPlayEnv keeping `views()`): the agents' serves are assisted there, as in
-        matches between agents (agents trained against the built-in AI never serve), and the agents of other
-        profiles read their views from it."""
-        self.env = env
-        env.assist_serves(self.opponent_entries)
 
     @torch.inference_mode()
     def play(self, obs: torch.Tensor, actions: torch.Tensor) -> None:

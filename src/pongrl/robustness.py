@@ -26,7 +26,7 @@ from pongrl.arena import play_two_player
 from pongrl.errors import PongrlError
 from pongrl.evaluation import STICKY_GAMES, STICKY_PROTOCOL, evaluate_protocols, summarize
 from pongrl.runner import AgentPlayer
-from pongrl.scripted import BATTERY, scripted_names, scripted_player
+from pongrl.scripted import scripted_names, scripted_player
 from pongrl import zoo
 
 DEFAULT_GAMES = 10  # two-player games per opponent, sides alternating
@@ -105,13 +105,14 @@ def robustness_report(
         raise PongrlError(f"the number of games per opponent must be positive, got {games}")
     if not 0.0 <= sticky_actions < 1.0:
         raise PongrlError(f"sticky actions must be in [0, 1), got {sticky_actions}")
+    progress = progress or (lambda name: None)
     spec = agent if isinstance(agent, str) else None
     agent = as_agent(agent)
     names = scripted_names(opponents) if opponents.strip() else []
     others = other_zoo_agents(agent) if agents is None else [as_agent(other) for other in agents]
     rows, source = [], None
     if builtin:
-        (progress or (lambda name: None))("built-in AI")
+        progress("built-in AI")
         scores, source = builtin_scores(agent, spec, builtin_games, seed)
         rows += [
             row_from_builtin("exact", scores["exact"]),
@@ -119,12 +120,12 @@ def robustness_report(
         ]
     me = AgentPlayer(agent)
     for index, name in enumerate(names):
-        (progress or (lambda name: None))(name)
+        progress(name)
         opponent = scripted_player(name, "standard", seed=seed + index)
         records = play_two_player(me, opponent, games, seed, serve_assist=True, sticky_actions=sticky_actions)
         rows.append(row_from_games(name, "scripted", records))
     for other in others:
-        (progress or (lambda name: None))(other.name)
+        progress(other.name)
         player = AgentPlayer(other)
         records = play_two_player(me, player, games, seed, serve_assist=True, sticky_actions=sticky_actions)
         rows.append(row_from_games(other.name, "agent", records))
@@ -177,8 +178,3 @@ def format_report(report: dict) -> list[str]:
     lines.append(f"worst case: {worst['opponent']} ({worst['point_difference']:+.2f} a game)")
     lines.append(f"mean over opponents: {report['mean_point_difference']:+.2f} a game")
     return lines
-
-
-def battery_descriptions() -> dict[str, str]:
-    """What each scripted opponent does, by name."""
-    return {name: description for name, (_, description) in BATTERY.items()}

@@ -183,12 +183,11 @@ def make_env(
     config,
     seed: int,
     num_envs: int | None = None,
-    frozen: AgentOpponents | None = None,
-    scripted: ScriptedOpponents | None = None,
+    opponents: tuple = (),
 ):
     """The training env: two-player self-play (fast or reference) or one player vs the built-in AI.
-    `num_envs` (default config.num_envs) is this process's share under torchrun; `frozen` agents and `scripted`
-    paddles play in it."""
+    `num_envs` (default config.num_envs) is this process's share under torchrun; the `opponents`
+    (pongrl.opponents) play in it."""
     num_envs = num_envs or config.num_envs
     if config.algo == "selfplay":  # the public Gymnasium vector env (or the card's own chain)
         from pongrl.envs import pong_selfplay_v0, selfplay
@@ -208,12 +207,10 @@ def make_env(
                 max_cycles=config.max_cycles,
                 game_mode=config.game_mode,
                 sticky_actions=config.sticky_actions,
-                profiles=frozen.views() if frozen else (),
+                profiles=tuple(sorted({view for opponent in opponents for view in opponent.views()})),
             )
-            if frozen:
-                frozen.attach(self_play)
-            if scripted:  # a scripted paddle never presses FIRE: its serves are pressed for it
-                self_play.assist_serves(scripted.opponent_entries)
+            for opponent in opponents:
+                opponent.attach(self_play)
         if not builtin_games:
             return self_play
         return SelfPlayWithBuiltinEnv(self_play, BuiltinGamesAsPlayers(builtin_games, seed, config.sticky_actions))
@@ -338,7 +335,7 @@ def train(
         torch.manual_seed(derived_seed(config.seed, 1000 + world.rank, step))
         state.torch_generator.manual_seed(derived_seed(config.seed, 2000 + world.rank, step))
     games_before = world.rank * (n // 2 if config.algo == "selfplay" else n)  # envs seeded per game
-    env = make_env(config, counters["env_seed"] + games_before, n, state.agent_opponents, state.scripted_opponents)
+    env = make_env(config, counters["env_seed"] + games_before, n, opponents)
 
     # Rollout storage, allocated once: observations stay uint8 until the network sees them.
     obs_buffer = torch.zeros((horizon, n, 84, 84, 4), dtype=torch.uint8)
@@ -354,7 +351,6 @@ def train(
     points = {"won": 0, "lost": 0, "serve_penalties": 0}
     recent_by_player = (deque(maxlen=RECENT_EPISODES), deque(maxlen=RECENT_EPISODES))
     recent_vs = {kind: deque(maxlen=RECENT_EPISODES) for kind in ("pool", "scripted", "agents", "builtin")}
-    kinds = {state.opponent_pool: "pool", state.scripted_opponents: "scripted", state.agent_opponents: "agents"}
     first_builtin_game = n // 2 - builtin_games
 
     def track_episodes(reward: np.ndarray, episode_end: np.ndarray, info: dict) -> None:
@@ -385,7 +381,7 @@ def train(
         for index, score in zip(finished, scores):
             owner = next((opponent for opponent in opponents if opponent.owns(index)), None)
             if owner is not None:
-                recent_vs[kinds[owner]].append(float(score))
+                recent_vs[owner.kind].append(float(score))
             elif builtin_games and index // 2 >= first_builtin_game:
                 recent_vs["builtin"].append(float(score))
             else:
