@@ -34,13 +34,13 @@ def test_train_resume_and_branch_from_python_print_nothing_and_leave_signal_hand
     run = pongrl.train("dqn", str(tmp_path / "a"), total_steps=400, **SMALL)
     assert run.outcome.finished and run.outcome.step == 400
     assert [path.rsplit("/", 1)[1] for path in run.checkpoints()] == ["step_000000000200.pt", "step_000000000400.pt"]
-    assert run.latest_checkpoint == run.checkpoints()[-1]
+    assert run.latest_checkpoint == run.checkpoints()[-1] and run.step == 400
     curve = run.metrics()
     assert list(curve["env_step"]) == [100.0, 200.0, 300.0, 400.0]
     assert np.isnan(curve["eval_mean_return"]).all()  # no evaluation asked for: NaN, not a made-up number
 
     run = run.resume(extra_steps=200)
-    assert run.outcome.step == 600 and list(run.metrics()["env_step"])[-2:] == [500.0, 600.0]
+    assert run.outcome.step == 600 and run.step == 600 and list(run.metrics()["env_step"])[-2:] == [500.0, 600.0]
     branch = run.branch(str(tmp_path / "b"), checkpoint="step_000000000400", extra_steps=200, learning_rate=1e-4)
     assert branch.config.learning_rate == 1e-4 and run.config.learning_rate == SMALL.get("learning_rate", 0.00025)
     assert list(branch.metrics()["env_step"]) == [100.0, 200.0, 300.0, 400.0, 500.0, 600.0]

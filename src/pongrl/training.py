@@ -93,6 +93,13 @@ class Run:
         latest = read_latest(checkpoints_folder(self.run_dir))
         return os.path.join(checkpoints_folder(self.run_dir), latest + ".pt") if latest else None
 
+    @property
+    def step(self) -> int:
+        """The step of the latest checkpoint (env steps; agent steps for self-play): where `resume` starts.
+        0 before the first checkpoint."""
+        latest = read_latest(checkpoints_folder(self.run_dir))
+        return int(latest.removeprefix("step_")) if latest else 0
+
     def metrics(self) -> dict[str, np.ndarray]:
         """The training curve from metrics.csv: column name -> float array, one entry per logged row
         (NaN where a row has no value, e.g. evaluations that ran only every few rows)."""
