@@ -1,12 +1,17 @@
-"""Put robustness reports into the zoo's cards, where `pongrl zoo`, `pongrl play`'s default and the docs read them.
+"""Put robustness reports and exploitability into the zoo's cards, where `pongrl zoo`, `pongrl play`'s default and
+the docs read them.
 
     pongrl robustness zoo:dqn --games 10 --torch-threads 1 --out ~/runs/robustness/dqn.json
     python benchmarks/zoo_robustness.py ~/runs/robustness/*.json --hardware "2-core AMD EPYC (AVX2), no GPU"
 
+    pongrl exploit zoo:selfplay-builtin --steps 1000000 --run-dir ~/runs/exploit/sb --torch-threads 1
+    python benchmarks/zoo_robustness.py --exploit selfplay-builtin ~/runs/exploit/sb --hardware "..."
+
 Each report (the JSON `pongrl robustness --out` writes) goes into the card of the zoo agent it judged, under
 "robustness": its rows, worst case, mean, settings, the command that made it, the date and the hardware. A report
 of an agent outside the zoo is refused, and so is one whose agent's weights changed since (the SHA-256 the
-report holds).
+report holds). `--exploit NAME RUN` writes the exploit run's exploitability at each of `--budgets` agent steps
+(pongrl.exploitability) under "exploitability"; a run whose checkpoints froze other weights than NAME's is refused.
 """
 
 import argparse
@@ -15,15 +20,26 @@ import os
 import sys
 import time
 
+import pongrl
 from pongrl import zoo
 from pongrl.checkpoint import atomic_write_bytes
+from pongrl.opponents import weights_digest
+
+EXPLOIT_MEANING = (
+    "a fresh PPO exploiter trained against this agent, frozen (every game against it, both sides, sticky actions "
+    "0.25): points per game over its last 20-odd games by each budget of agent steps"
+)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("reports", nargs="+", help="robustness reports (pongrl robustness ... --out FILE.json)")
+    parser.add_argument("reports", nargs="*", help="robustness reports (pongrl robustness ... --out FILE.json)")
     parser.add_argument("--hardware", required=True, help="the machine that played the games, in words")
+    parser.add_argument("--exploit", nargs=2, metavar=("NAME", "RUN"), help="a zoo agent and its exploit run")
+    parser.add_argument("--budgets", default="250000,500000,1000000", help="agent steps, comma-separated")
     args = parser.parse_args()
+    if args.exploit:
+        write_exploitability(*args.exploit, [int(b) for b in args.budgets.split(",")], args.hardware)
     for path in args.reports:
         with open(path) as handle:
             report = json.load(handle)
@@ -46,6 +62,41 @@ def main() -> int:
         worst = report["worst"]
         print(f"{spec}: worst case {worst['opponent']} {worst['point_difference']:+.2f}, written to {card_path}")
     return 0
+
+
+def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: str) -> None:
+    if name not in zoo.names():
+        sys.exit(f"zoo_robustness.py: {name}: not an agent of the zoo")
+    run = pongrl.Run(run_dir)
+    digest = weights_digest(pongrl.load_agent(zoo.PREFIX + name).state_dict())
+    rows = []
+    for budget in budgets:
+        found = pongrl.exploitability(run, steps=budget)
+        if found["target_sha256"] not in (None, digest):
+            sys.exit(f"zoo_robustness.py: {run_dir}: its exploiter met other weights than zoo:{name}'s")
+        rows.append(
+            {
+                "budget_agent_steps": budget,
+                "step": found["step"],
+                "games": found["games"],
+                **{key: round(found[key], 1) for key in ("points_won_per_game", "points_lost_per_game")},
+                "mean_point_difference": round(found["mean_point_difference"], 1),
+            }
+        )
+    steps = run.config.total_steps
+    card = zoo.card(name)
+    card["exploitability"] = {
+        "rows": rows,
+        "meaning": EXPLOIT_MEANING,
+        "command": f"pongrl exploit zoo:{name} --steps {steps} --run-dir RUN --torch-threads 1 "
+        "--checkpoint-every 100000",
+        "date": time.strftime("%Y-%m-%d", time.localtime(os.path.getmtime(os.path.join(run_dir, "metrics.csv")))),
+        "hardware": hardware,
+    }
+    card_path = os.path.join(zoo.FOLDER, name + ".json")
+    atomic_write_bytes(card_path, (json.dumps(card, indent=1) + "\n").encode())
+    differences = ", ".join(f"{row['mean_point_difference']:+.1f}" for row in rows)
+    print(f"zoo:{name}: exploitability {differences}, written to {card_path}")
 
 
 if __name__ == "__main__":
