@@ -11,7 +11,8 @@ Each report (the JSON `pongrl robustness --out` writes) goes into the card of th
 "robustness": its rows, worst case, mean, settings, the command that made it, the date and the hardware. A report
 of an agent outside the zoo is refused, and so is one whose agent's weights changed since (the SHA-256 the
 report holds). `--exploit NAME RUN` writes the exploit run's exploitability at each of `--budgets` agent steps
-(pongrl.exploitability) under "exploitability"; a run whose checkpoints froze other weights than NAME's is refused.
+(pongrl.exploitability) under "exploitability"; a run that froze other weights than NAME's is refused (a run
+without checkpoints must name zoo:NAME as its target).
 """
 
 import argparse
@@ -39,7 +40,11 @@ def main() -> int:
     parser.add_argument("--budgets", default="250000,500000,1000000", help="agent steps, comma-separated")
     args = parser.parse_args()
     if args.exploit:
-        write_exploitability(*args.exploit, [int(b) for b in args.budgets.split(",")], args.hardware)
+        try:
+            budgets = [int(budget) for budget in args.budgets.split(",")]
+        except ValueError:
+            sys.exit(f"zoo_robustness.py: --budgets {args.budgets!r}: give agent steps, comma-separated")
+        write_exploitability(*args.exploit, budgets, args.hardware)
     for path in args.reports:
         with open(path) as handle:
             report = json.load(handle)
@@ -67,12 +72,19 @@ def main() -> int:
 def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: str) -> None:
     if name not in zoo.names():
         sys.exit(f"zoo_robustness.py: {name}: not an agent of the zoo")
-    run = pongrl.Run(run_dir)
     digest = weights_digest(pongrl.load_agent(zoo.PREFIX + name).state_dict())
+    try:
+        run = pongrl.Run(run_dir)
+        by_budget = [pongrl.exploitability(run, steps=budget) for budget in budgets]
+    except pongrl.PongrlError as error:
+        sys.exit(f"zoo_robustness.py: {error}")
     rows = []
-    for budget in budgets:
-        found = pongrl.exploitability(run, steps=budget)
-        if found["target_sha256"] not in (None, digest):
+    for budget, found in zip(budgets, by_budget):
+        if not found["games"]:
+            sys.exit(f"zoo_robustness.py: {run_dir}: no finished game by {budget:,} agent steps")
+        # Without a checkpoint (a run's curve copied alone) the weights it met are known only by the name it gave.
+        met = found["target_sha256"] == digest if found["target_sha256"] else found["target"] == zoo.PREFIX + name
+        if not met:
             sys.exit(f"zoo_robustness.py: {run_dir}: its exploiter met other weights than zoo:{name}'s")
         rows.append(
             {
