@@ -79,6 +79,24 @@ def test_the_readme_quotes_the_figures_as_their_one_source_gives_them():
             assert match.group(1) + "x" == figures["two_player_speedup"]["text"], (page, match.group(0))
 
 
+# Markdown links and images: [text](target) or ![alt](target), the target up to a space, ")" or "#".
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s#]+)")
+
+
+def test_the_pages_outside_the_site_link_to_files_that_exist():
+    # mkdocs --strict checks the links of docs/; the README and the changelog are read on the repository's page.
+    broken = []
+    for name in ("README.md", "CHANGELOG.md"):
+        for target in LINK.findall((ROOT / name).read_text(encoding="utf-8")):
+            if not re.match(r"[a-z]+:", target) and not (ROOT / target).exists():
+                broken.append((name, target))
+    assert not broken, broken
+    assert LINK.findall("see [the DQN](docs/algorithms/dqn.md#usage) and ![a game](docs/a.gif)") == [
+        "docs/algorithms/dqn.md",
+        "docs/a.gif",
+    ]
+
+
 # Words of how pongrl was developed: numbered work sessions, rounds and issues. Users meet dates and versions.
 PROCESS_WORDS = re.compile(r"(?:\b|_)(?:sessions?|rounds?|issues?)[ _-]?#?\d+|\bthe issue's\b", re.IGNORECASE)
 
