@@ -23,7 +23,7 @@ def test_the_dqn_notebook_runs_end_to_end(tmp_path, monkeypatch):
         for output in cell.get("outputs", [])
     )
     assert text.count("finished at step") == 4  # four chunks, spliced
-    assert "mean return" in text and "zoo:dqn vs zoo:ppo" in text
+    assert "exact protocol:" in text and "sticky actions 0.25:" in text and "zoo:dqn vs zoo:ppo" in text
     assert any(line.startswith("conv1") for line in text.splitlines())  # a probe row per layer
     images = [
         output for cell in notebook.cells for output in cell.get("outputs", []) if "image/png" in output.get("data", {})
