@@ -16,6 +16,7 @@ from pongrl.checkpoint import save_checkpoint, write_torch_file
 from pongrl.cli import main
 from pongrl.errors import PongrlError
 from pongrl.nets import QHead, QNetwork
+from pongrl.probes.collect import architecture
 from pongrl.training import Run
 
 from cli_helpers import run, small_dqn
@@ -171,6 +172,16 @@ def test_a_distributional_run_resumes_plays_and_keeps_its_head(c51_run, tmp_path
     )
     code, out, _ = run(["eval", c51_run, "--episodes", "1", "--json"], capsys)
     assert code == 0 and '"games": 1' in out
+
+
+def test_a_probe_names_the_head_and_records_expected_q_values_at_the_output(c51_run):
+    agent = load_agent(c51_run)
+    assert architecture(agent) == "q-nature-dueling-c51-11"
+    obs = np.random.default_rng(0).integers(0, 255, (2, 4, 84, 84), dtype=np.uint8)
+    support = agent.network.head.support.numpy()
+    expected_q = (agent.distribution(obs) * support).sum(-1)
+    np.testing.assert_allclose(agent.preferences(obs), expected_q, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(agent.layers(obs)["output"], expected_q, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -96,7 +96,7 @@ def architecture(agent: Agent) -> str:
         return (
             f"q-{torso}"
             + ("-dueling" if head["dueling"] else "")
-            + (f"-{head['distributional']}{head['atoms']}" if head["distributional"] != "none" else "")
+            + (f"-{head['distributional']}-{head['atoms']}" if head["distributional"] != "none" else "")
         )
     return f"actor-critic-{torso}-{'shared' if agent.network.share_network else 'separate'}-{agent.obs_profile}"
 
