@@ -3,10 +3,12 @@ agent, the README's copies of generated figures match their source, and no page 
 
 import argparse
 import importlib.util
+import json
 import re
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +79,22 @@ def test_the_readme_quotes_the_figures_as_their_one_source_gives_them():
             r"(\d+(?:\.\d+)?)x (?:the reference|SuperSuit|faster than (?:PettingZoo|SuperSuit))", text
         ):
             assert match.group(1) + "x" == figures["two_player_speedup"]["text"], (page, match.group(0))
+
+
+def test_a_card_figure_is_the_shipped_agents_own_score_and_a_wrong_one_stops_the_build():
+    generated = _generated()
+    card = json.loads((ROOT / "src" / "pongrl" / "zoo_agents" / "dqn.json").read_text(encoding="utf-8"))
+    sticky = card["scores"]["sticky_actions"]
+    assert generated.figure("zoo:dqn:sticky") == f"{sticky['mean']:+.2f}"
+    low, high = sticky["ci95"]
+    assert generated.figure("zoo:dqn:sticky-interval") == f"{low:+.2f}..{high:+.2f}"
+    assert generated.figure("zoo:dqn:env-steps") == f"{card['env_step']:,}"
+    page = "exact {{ figure zoo:dqn:exact }} over {{ figure zoo:dqn:distinct-games }} distinct games"
+    exact = card["scores"]["every_start"]
+    assert generated.expand_figures(page) == f"exact {exact['mean']:+.2f} over {exact['distinct_games']} distinct games"
+    for wrong in ("zoo:nobody:sticky", "zoo:dqn:median"):
+        with pytest.raises(KeyError, match=wrong):
+            generated.figure(wrong)
 
 
 # Markdown links and images: [text](target) or ![alt](target), the target up to a space, ")" or "#".

@@ -126,7 +126,13 @@ def test_a_dqn_run_starts_from_a_dqn_agent_and_refuses_a_policy(tmp_path, capsys
     from cli_helpers import small_dqn
 
     run_dir = str(tmp_path / "dqn")
-    flags = [*small_dqn(), "--total-steps", "200", "--init", "zoo:dqn"]
+    flags = [*small_dqn(), "--total-steps", "200", "--init", "zoo:dqn", "--dueling", "--distributional", "c51"]
     assert run(["train", "dqn", "--run-dir", run_dir, *flags], capsys)[0] == 0
     code, _, err = run(["train", "dqn", "--run-dir", str(tmp_path / "no"), *small_dqn(), "--init", "zoo:ppo"], capsys)
     assert code != 0 and "a ppo agent cannot start a dqn run" in err
+    # zoo:dqn has a dueling C51 head: a run with the plain head is told which flags build it, and nothing is written
+    plain = str(tmp_path / "plain")
+    code, _, err = run(["train", "dqn", "--run-dir", plain, *small_dqn(), "--init", "zoo:dqn"], capsys)
+    assert code != 0 and len(err.strip().splitlines()) == 1
+    assert "head differs from the run's (start the run with --dueling --distributional c51 --atoms 51" in err
+    assert not (tmp_path / "plain").exists()

@@ -10,7 +10,9 @@ this MkDocs hook (`hooks:` in mkdocs.yml) replaces the marker when the site is b
 - `metrics ALGO`: the columns of a run's metrics.csv, from the learner's own list, each with its meaning;
 - `cli`: every command and flag of `pongrl`, from its own argparse parser;
 - `include FILE`: a file at the repository's root (the changelog, the citation);
-- `figure NAME`: one number from docs/data/figures.yaml, the one source of figures quoted on several pages.
+- `figure NAME`: one number from docs/data/figures.yaml, the one source of figures quoted on several pages;
+  `figure zoo:AGENT:SCORE` one score of a zoo agent from its card (SCORE: `exact`, `distinct-games`, `sticky`,
+  `sticky-interval` or `env-steps`), so that prose about a shipped agent changes with the agent.
 
 A marker with an unknown name, or a figure that is not in the data file, stops the build. The README is read on
 GitHub and PyPI, not built: it holds a copy of the zoo table between two markers, which
@@ -318,8 +320,32 @@ def cli_reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+CARD_FIGURES = {
+    "exact": lambda scores: f"{scores['every_start']['mean']:+.2f}",
+    "distinct-games": lambda scores: str(scores["every_start"]["distinct_games"]),
+    "sticky": lambda scores: f"{scores['sticky_actions']['mean']:+.2f}",
+    "sticky-interval": lambda scores: "{:+.2f}..{:+.2f}".format(*scores["sticky_actions"]["ci95"]),
+}
+
+
+def card_figure(name: str) -> str:
+    """`zoo:AGENT:SCORE`: one score of a shipped agent, read from its card."""
+    _, agent, score = name.split(":")
+    path = ZOO_FOLDER / f"{agent}.json"
+    if not path.is_file():
+        raise KeyError(f"no zoo agent {agent!r} for figure {name!r}")
+    card = json.loads(path.read_text(encoding="utf-8"))
+    if score == "env-steps":
+        return f"{card['env_step']:,}"
+    if score not in CARD_FIGURES:
+        raise KeyError(f"figure {name!r}: a card's figures are env-steps, {', '.join(CARD_FIGURES)}")
+    return CARD_FIGURES[score](card["scores"])
+
+
 def figure(name: str) -> str:
-    """One figure of docs/data/figures.yaml, as the pages quote it."""
+    """One figure of docs/data/figures.yaml, or of a zoo agent's card, as the pages quote it."""
+    if name.startswith("zoo:") and name.count(":") == 2:
+        return card_figure(name)
     import yaml
 
     table = yaml.safe_load(FIGURES.read_text(encoding="utf-8"))
@@ -366,7 +392,7 @@ def expand(markdown: str) -> str:
     return MARKER.sub(replace, markdown)
 
 
-FIGURE = re.compile(r"\{\{ figure ([\w.-]+) \}\}")
+FIGURE = re.compile(r"\{\{ figure ([\w.:-]+) \}\}")
 
 
 def expand_figures(markdown: str) -> str:

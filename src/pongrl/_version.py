@@ -7,4 +7,4 @@ and a source tree on PYTHONPATH has no metadata at all. Between releases it carr
 nothing written by unreleased code passes for a release (CHANGELOG.md lists the releases).
 """
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"

@@ -8,6 +8,7 @@ and the generator that shuffles minibatches).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import torch
@@ -15,7 +16,7 @@ import torch
 from pongrl import config as config_module
 from pongrl.checkpoint import load_checkpoint
 from pongrl.errors import PongrlError
-from pongrl.nets import is_shared_torso
+from pongrl.nets import head_settings, is_shared_torso
 from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
 
 
@@ -106,6 +107,12 @@ def initial_weights(config, profile: str) -> dict:
             f"the {profile} one"
         )
     weights = agent.state_dict()
+    if config.algo == "dqn" and not same_head(head_settings(weights), run_head_settings(config)):
+        # checked apart, to name the flags: load_state_dict would only list the mismatched tensors
+        raise PongrlError(
+            f"--init {config.init}: its Q-network's head differs from the run's (start the run with "
+            f"{head_flags(head_settings(weights))})"
+        )
     shared = is_shared_torso(weights)
     if config.algo != "dqn" and shared != config.share_network:
         # checked apart: a shared torso's state_dict holds the critic's copy too, so loading it would not tell
@@ -115,6 +122,37 @@ def initial_weights(config, profile: str) -> dict:
             f"--init {config.init}: its network differs from the run's (its actor and critic {torso}: add {flag})"
         )
     return weights
+
+
+def run_head_settings(config) -> dict:
+    """The Q-network head settings a DQN config builds, in nets.head_settings' terms."""
+    settings: dict = {"dueling": config.dueling, "distributional": config.distributional}
+    if config.distributional == "c51":
+        settings.update(atoms=config.atoms, v_min=float(config.v_min), v_max=float(config.v_max))
+    elif config.distributional == "qr":
+        settings.update(atoms=config.quantiles)
+    return settings
+
+
+def same_head(a: dict, b: dict) -> bool:
+    """Two head settings alike, the value bounds up to a float16 file's rounding of its atoms."""
+    if a.keys() != b.keys():
+        return False
+    return all(
+        math.isclose(a[key], b[key], rel_tol=1e-3) if key in ("v_min", "v_max") else a[key] == b[key] for key in a
+    )
+
+
+def head_flags(settings: dict) -> str:
+    """The `pongrl train dqn` flags that build a head of these settings."""
+    flags = ["--dueling"] if settings["dueling"] else ["--no-dueling"]
+    kind = settings["distributional"]
+    flags.append(f"--distributional {kind}")
+    if kind == "c51":
+        flags.append(f"--atoms {settings['atoms']} --v-min {settings['v_min']:g} --v-max {settings['v_max']:g}")
+    elif kind == "qr":
+        flags.append(f"--quantiles {settings['atoms']}")
+    return " ".join(flags)
 
 
 def load_initial_weights(network: torch.nn.Module, weights: dict, spec: str) -> None:
