@@ -55,7 +55,8 @@ def add_train(commands) -> None:
         dqn,
         "runs/pong__dqn__<preset>__<seed>__<time>",
         config_module.DQN_PRESETS,
-        "hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here",
+        "hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here, 'rainbow' is how "
+        "zoo:dqn was trained (dueling, C51, prioritized replay, sticky actions 0.25, 1.5M env steps)",
     )
     add_config_flags(dqn, config_module.DQNConfig, config_module.DQN_PRESETS)
     for algo, helptext in (
