@@ -321,10 +321,11 @@ def cli_reference() -> str:
 
 
 CARD_FIGURES = {
-    "exact": lambda scores: f"{scores['every_start']['mean']:+.2f}",
-    "distinct-games": lambda scores: str(scores["every_start"]["distinct_games"]),
-    "sticky": lambda scores: f"{scores['sticky_actions']['mean']:+.2f}",
-    "sticky-interval": lambda scores: "{:+.2f}..{:+.2f}".format(*scores["sticky_actions"]["ci95"]),
+    "exact": lambda card: f"{card['scores']['every_start']['mean']:+.2f}",
+    "distinct-games": lambda card: str(card["scores"]["every_start"]["distinct_games"]),
+    "sticky": lambda card: f"{card['scores']['sticky_actions']['mean']:+.2f}",
+    "sticky-interval": lambda card: "{:+.2f}..{:+.2f}".format(*card["scores"]["sticky_actions"]["ci95"]),
+    "env-steps": lambda card: f"{card['env_step']:,}",
 }
 
 
@@ -334,12 +335,9 @@ def card_figure(name: str) -> str:
     path = ZOO_FOLDER / f"{agent}.json"
     if not path.is_file():
         raise KeyError(f"no zoo agent {agent!r} for figure {name!r}")
-    card = json.loads(path.read_text(encoding="utf-8"))
-    if score == "env-steps":
-        return f"{card['env_step']:,}"
     if score not in CARD_FIGURES:
-        raise KeyError(f"figure {name!r}: a card's figures are env-steps, {', '.join(CARD_FIGURES)}")
-    return CARD_FIGURES[score](card["scores"])
+        raise KeyError(f"figure {name!r}: a card's figures are {', '.join(CARD_FIGURES)}")
+    return CARD_FIGURES[score](json.loads(path.read_text(encoding="utf-8")))
 
 
 def figure(name: str) -> str:
