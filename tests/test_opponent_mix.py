@@ -136,3 +136,7 @@ def test_a_dqn_run_starts_from_a_dqn_agent_and_refuses_a_policy(tmp_path, capsys
     assert code != 0 and len(err.strip().splitlines()) == 1
     assert "head differs from the run's (start the run with --dueling --distributional c51 --atoms 51" in err
     assert not (tmp_path / "plain").exists()
+    # the same shapes with other value bounds would load, and the run would hold zoo:dqn's atoms, not its own
+    bounds = ["--dueling", "--distributional", "c51", "--v-min", "-3", "--v-max", "3"]
+    code, _, err = run(["train", "dqn", "--run-dir", plain, *small_dqn(), "--init", "zoo:dqn", *bounds], capsys)
+    assert code != 0 and "--v-min -10 --v-max 10)" in err and not (tmp_path / "plain").exists()

@@ -16,7 +16,7 @@ import torch
 from pongrl import config as config_module
 from pongrl.checkpoint import load_checkpoint
 from pongrl.errors import PongrlError
-from pongrl.nets import head_settings, is_shared_torso
+from pongrl.nets import QNetwork, head_settings, is_shared_torso
 from pongrl.seeding import capture_rng, derived_seed, restore_rng, seed_everything
 
 
@@ -107,12 +107,6 @@ def initial_weights(config, profile: str) -> dict:
             f"the {profile} one"
         )
     weights = agent.state_dict()
-    if config.algo == "dqn" and not same_head(head_settings(weights), run_head_settings(config)):
-        # checked apart, to name the flags: load_state_dict would only list the mismatched tensors
-        raise PongrlError(
-            f"--init {config.init}: its Q-network's head differs from the run's (start the run with "
-            f"{head_flags(head_settings(weights))})"
-        )
     shared = is_shared_torso(weights)
     if config.algo != "dqn" and shared != config.share_network:
         # checked apart: a shared torso's state_dict holds the critic's copy too, so loading it would not tell
@@ -122,16 +116,6 @@ def initial_weights(config, profile: str) -> dict:
             f"--init {config.init}: its network differs from the run's (its actor and critic {torso}: add {flag})"
         )
     return weights
-
-
-def run_head_settings(config) -> dict:
-    """The Q-network head settings a DQN config builds, in nets.head_settings' terms."""
-    settings: dict = {"dueling": config.dueling, "distributional": config.distributional}
-    if config.distributional == "c51":
-        settings.update(atoms=config.atoms, v_min=float(config.v_min), v_max=float(config.v_max))
-    elif config.distributional == "qr":
-        settings.update(atoms=config.quantiles)
-    return settings
 
 
 def same_head(a: dict, b: dict) -> bool:
@@ -156,6 +140,14 @@ def head_flags(settings: dict) -> str:
 
 
 def load_initial_weights(network: torch.nn.Module, weights: dict, spec: str) -> None:
+    if isinstance(network, QNetwork):
+        # Compared apart, to name the flags: load_state_dict would list mismatched tensors, or, where only the
+        # value bounds differ, load the other support silently.
+        given = head_settings(weights)
+        if not same_head(given, head_settings(network.state_dict())):
+            raise PongrlError(
+                f"--init {spec}: its Q-network's head differs from the run's (start the run with {head_flags(given)})"
+            )
     try:
         network.load_state_dict(weights)
     except (KeyError, RuntimeError, TypeError) as error:
