@@ -9,7 +9,8 @@ change in Pong (188 and 64): they are kept for its table and are constants.
 
 What a player needs beyond them, derived from two consecutive agent steps: the ball's velocity, whether
 the ball is in play (its height byte is 0 exactly while it is out of play), and whether it flies toward
-the agent's paddle.
+the agent's paddle; and of the opponent, its paddle's velocity (enemy_vy, rows per agent step; 0 where the
+byte jumps by more than PADDLE_JUMP rows: the game puts the paddle back after a point, it did not move there).
 
 What the agent could foresee, computed once a game is recorded from its later frames (`predictive_labels`),
 each UNDEFINED where the future does not hold it within the current point (or the recording ends first):
@@ -18,7 +19,11 @@ each UNDEFINED where the future does not hold it within the current point (or th
   steps_to_landing: the agent steps until then;
 - wins_point: 1 if the agent wins the point being played, 0 if it loses it (the next score change);
 - enemy_contact_y: the opponent paddle's height when it next returns the ball (the last step the ball flies
-  away from the agent before it turns back).
+  away from the agent before it turns back);
+- enemy_next_move: what the opponent does next, read from its paddle between this step and the next one:
+  ENEMY_STAYS, ENEMY_UP (toward the top of the screen) or ENEMY_DOWN. The same label in both games: the built-in
+  AI has no action to record, and an agent's action shows in its paddle (its paddle's motion is what the agent
+  can see and answer); undefined where the paddle jumps (PADDLE_JUMP).
 
 An agent on the left paddle sees the screen mirrored left-right, so its labels are mirrored too: its
 paddle is `player`, the right one `enemy` (heights, x bytes and scores swap), and the ball's x is
@@ -52,10 +57,11 @@ RAM_LABELS = {
     "player_score": RAM_SCORE_RIGHT,
     "enemy_score": RAM_SCORE_LEFT,
 }
-DERIVED_LABELS = ("ball_vx", "ball_vy", "ball_in_play", "ball_toward_player")
+DERIVED_LABELS = ("ball_vx", "ball_vy", "ball_in_play", "ball_toward_player", "enemy_vy")
 STEP_LABELS = tuple(RAM_LABELS) + DERIVED_LABELS  # read at every step (read_labels)
-PREDICTIVE_LABELS = ("landing_y", "steps_to_landing", "wins_point", "enemy_contact_y")
+PREDICTIVE_LABELS = ("landing_y", "steps_to_landing", "wins_point", "enemy_contact_y", "enemy_next_move")
 LABELS = STEP_LABELS + PREDICTIVE_LABELS
+ENEMY_STAYS, ENEMY_UP, ENEMY_DOWN = 0, 1, 2  # enemy_next_move's classes
 UNDEFINED = -1  # a predictive label's value where the future does not hold it: such frames are left out of its probe
 # Scored by R^2 as well as by AtariARI's classification F1: quantities on a scale.
 REGRESSION_LABELS = (
@@ -65,6 +71,7 @@ REGRESSION_LABELS = (
     "ball_y",
     "ball_vx",
     "ball_vy",
+    "enemy_vy",
     "landing_y",
     "steps_to_landing",
     "enemy_contact_y",
@@ -74,6 +81,8 @@ REGRESSION_LABELS = (
 # scored on in-play frames.
 IN_PLAY_LABELS = ("ball_x", "ball_y", "ball_vx", "ball_vy")
 PADDLE_REACH_X = 185  # from the agent's side, RAM units
+# A paddle moves at most ~10 rows per agent step; the built-in AI's byte jumps by ~100 when the game resets it.
+PADDLE_JUMP = 24
 
 
 def scored_frames(name: str, values: np.ndarray, in_play: np.ndarray | None) -> np.ndarray:
@@ -100,6 +109,9 @@ def read_labels(ram: np.ndarray, previous_ram: np.ndarray | None, mirrored: bool
     labels["ball_vx"] = labels["ball_x"] - int(previous_ram[RAM_LABELS["ball_x"]]) if moving else 0
     labels["ball_vy"] = labels["ball_y"] - int(previous_ram[RAM_LABELS["ball_y"]]) if moving else 0
     labels["ball_in_play"] = int(in_play)
+    enemy_y = RAM_LABELS["enemy_y"] if not mirrored else RAM_LABELS["player_y"]  # the opponent's byte
+    enemy_vy = int(ram[enemy_y]) - int(previous_ram[enemy_y]) if previous_ram is not None else 0
+    labels["enemy_vy"] = enemy_vy if abs(enemy_vy) <= PADDLE_JUMP else 0
     if mirrored:
         for mine, theirs in MIRROR_SWAPS:
             labels[mine], labels[theirs] = labels[theirs], labels[mine]
@@ -124,6 +136,10 @@ def predictive_labels(labels: dict) -> dict[str, np.ndarray]:
     scored = np.concatenate([[False], (player_score[1:] != player_score[:-1]) | (enemy_score[1:] != enemy_score[:-1])])
     won = np.concatenate([[False], player_score[1:] > player_score[:-1]])
     result = {name: np.full(steps, UNDEFINED, np.int64) for name in PREDICTIVE_LABELS}
+    moves = enemy_y[1:] - enemy_y[:-1]  # RAM rows grow downward
+    result["enemy_next_move"][:-1] = np.select(
+        [np.abs(moves) > PADDLE_JUMP, moves < 0, moves > 0], [UNDEFINED, ENEMY_UP, ENEMY_DOWN], ENEMY_STAYS
+    )
     next_arrival = next_return = next_point = None
     for t in range(steps - 1, -1, -1):  # from the end: each step sees the next events after (or at) it
         if t + 1 < steps and scored[t + 1]:  # a point ends at t + 1: events after it belong to the next point

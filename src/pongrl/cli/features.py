@@ -1,0 +1,111 @@
+"""`pongrl probe features` and `pongrl probe gallery`: sparse dictionaries of an agent's layers, beside the probes
+(pongrl.cli.probe adds these two subcommands to `pongrl probe`; kept apart so that each file stays readable)."""
+
+from __future__ import annotations
+
+import os
+
+from pongrl.cli.common import AGENT_HELP, finite_float, integer, positive_int
+from pongrl.errors import PongrlError
+
+
+def add_features(steps) -> None:
+    """The parsers of `probe features` and `probe gallery`, under `pongrl probe`'s subcommands."""
+    features = steps.add_parser(
+        "features",
+        help="learn a sparse dictionary (TopK sparse autoencoder) of one layer on a collect of the agent, judge "
+        "it and match its features to the labels",
+    )
+    features.add_argument("agent", metavar="AGENT", help=AGENT_HELP)
+    features.add_argument(
+        "--probes", required=True, metavar="DIR", help="a folder written by pongrl probe collect that recorded AGENT"
+    )
+    features.add_argument(
+        "--layer", default="fc", metavar="L", help="the layer, stored whole by the collect (default fc)"
+    )
+    features.add_argument("--size", type=positive_int, default=2048, help="features in the dictionary (default 2048)")
+    features.add_argument(
+        "--k", type=positive_int, default=32, help="features that fire on each frame: the sparsity (default 32)"
+    )
+    features.add_argument("--epochs", type=positive_int, default=10, help="passes over the train frames (default 10)")
+    features.add_argument(
+        "--games",
+        type=integer,
+        default=10,
+        help="paired games against the built-in AI with the layer as it is and reconstructed; 0: none (default 10)",
+    )
+    features.add_argument(
+        "--sticky-actions",
+        type=finite_float,
+        default=0.0,
+        metavar="P",
+        help="play those games under sticky actions P (default 0)",
+    )
+    features.add_argument(
+        "--seed", type=integer, default=0, help="seed of the training and of the split into games (default 0)"
+    )
+    features.add_argument(
+        "--out",
+        metavar="FOLDER",
+        help="where to write dictionary.pt, features.csv and features.md (default DIR/features/L)",
+    )
+    gallery = steps.add_parser(
+        "gallery", help="draw each feature of a dictionary on the frames where it fires most, as the agent plays"
+    )
+    gallery.add_argument("agent", metavar="AGENT", help=AGENT_HELP + "; the agent whose layer the dictionary is of")
+    gallery.add_argument("--dictionary", required=True, metavar="FILE", help="a dictionary.pt of pongrl probe features")
+    gallery.add_argument(
+        "--features",
+        nargs="+",
+        type=integer,
+        metavar="I",
+        help="the features to draw (default: the live features that match no label, most frequent first, then "
+        "those that match one, up to --count)",
+    )
+    gallery.add_argument("--count", type=positive_int, default=16, help="features drawn by default (default 16)")
+    gallery.add_argument("--top", type=positive_int, default=6, help="frames shown per feature (default 6)")
+    gallery.add_argument(
+        "--frames", type=positive_int, default=5_000, help="agent steps played to find them (default 5000)"
+    )
+    gallery.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    gallery.add_argument("--out", metavar="FOLDER", help="where to draw (default: gallery/ beside the dictionary)")
+
+
+def cmd_features(args, progress) -> int:
+    from pongrl.probes.features import batches, describe, learn_features, write_results
+
+    out = args.out or os.path.join(args.probes, "features", args.layer)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise PongrlError(f"--out {out}: not a folder")
+    total = batches(args.probes, args.size, args.epochs, args.seed) if os.path.isdir(args.probes) else None
+    with progress(total, "batch") as bar:
+        dictionary = learn_features(
+            args.agent,
+            args.probes,
+            args.layer,
+            args.size,
+            args.k,
+            args.epochs,
+            args.games,
+            args.seed,
+            args.sticky_actions,
+            bar.update,
+        )
+    paths = write_results(dictionary, out)
+    print("\n".join(describe(dictionary)))
+    print(f"{', '.join(paths)}")
+    return 0
+
+
+def cmd_gallery(args, progress) -> int:
+    from pongrl.probes.gallery import gallery
+
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.dictionary)), "gallery")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise PongrlError(f"--out {out}: not a folder")
+    with progress(args.frames, "frame") as bar:
+        paths = gallery(
+            args.agent, args.dictionary, out, args.features, args.count, args.top, args.frames, args.seed, bar.update
+        )
+    print(f"{len(paths)} features drawn: {os.path.join(out, 'gallery.md')}")
+    return 0
