@@ -10,6 +10,9 @@ this MkDocs hook (`hooks:` in mkdocs.yml) replaces the marker when the site is b
 - `metrics ALGO`: the columns of a run's metrics.csv, from the learner's own list, each with its meaning;
 - `cli`: every command and flag of `pongrl`, from its own argparse parser;
 - `include FILE`: a file at the repository's root (the changelog, the citation);
+- `results NAME`: an algorithm page's results: the shipped agents' scores from their cards, the runs of
+  docs/data/results.yaml with mean, standard deviation and median where several ran, and published figures with
+  their sources;
 - `figure NAME`: one number from docs/data/figures.yaml, the one source of figures quoted on several pages;
   `figure zoo:AGENT:SCORE` one score of a zoo agent from its card (SCORE: `exact`, `distinct-games`, `sticky`,
   `sticky-interval` or `env-steps`), so that prose about a shipped agent changes with the agent.
@@ -31,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ZOO_FOLDER = ROOT / "src" / "pongrl" / "zoo_agents"
 FIGURES = ROOT / "docs" / "data" / "figures.yaml"
+RESULTS = ROOT / "docs" / "data" / "results.yaml"
 MARKER = re.compile(r"^<!-- generated: ([\w-]+)(?: ([\w.-]+))? -->$", flags=re.MULTILINE)
 README_BEGIN = "<!-- zoo table: generated from src/pongrl/zoo_agents/*.json, do not edit by hand -->"
 README_END = "<!-- end of the zoo table -->"
@@ -364,6 +368,70 @@ def include(name: str) -> str:
     return f"```yaml\n{text.rstrip()}\n```"
 
 
+def _cell(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _shipped_rows(names: list[str]) -> list[str]:
+    rows = [
+        "| agent | trained for | exact: 31 starts (distinct games) | sticky actions 0.25 [95% interval] |",
+        "|---|---:|---:|---:|",
+    ]
+    for name in names:
+        card = json.loads((ZOO_FOLDER / f"{name}.json").read_text(encoding="utf-8"))
+        exact = card["scores"]["every_start"]
+        distinct = f" ({exact['distinct_games']})" if exact.get("distinct_games") else ""
+        rows.append(f"| `zoo:{name}` | {_steps(card)} | {exact['mean']:+.2f}{distinct} | {_sticky(card)} |")
+    return rows
+
+
+def run_summary(runs: dict) -> list[list[str]]:
+    """Mean +- sample standard deviation and median of the columns `summarize` names, over the rows."""
+    import statistics
+
+    columns = runs["columns"]
+    wanted = runs.get("summarize", [])
+    if not wanted:
+        return []
+    mean_row, median_row = ["**mean ± std**"], ["**median**"]
+    for index, column in enumerate(columns[1:], start=1):
+        if column not in wanted:
+            mean_row.append("")
+            median_row.append("")
+            continue
+        values = [row[index] for row in runs["rows"]]
+        mean, std = statistics.mean(values), statistics.stdev(values)
+        median = statistics.median(values)
+        mean_row.append(f"{mean:,.0f} ± {std:,.0f}")
+        median_row.append(f"{median:,.0f}")
+    return [mean_row, median_row]
+
+
+def results(name: str) -> str:
+    """An algorithm page's results from docs/data/results.yaml and the zoo's cards."""
+    import yaml
+
+    table = yaml.safe_load(RESULTS.read_text(encoding="utf-8"))
+    if name not in table:
+        raise KeyError(f"docs/data/results.yaml has no results {name!r}")
+    entry = table[name]
+    lines = ["**The shipped agents**, scored against the built-in AI under both protocols (from their cards):", ""]
+    lines += _shipped_rows(entry["shipped"])
+    runs = entry.get("runs")
+    if runs:
+        lines += ["", f"**{runs['title']}.** {runs['hardware']}:", ""]
+        lines += ["| " + " | ".join(runs["columns"]) + " |", "|" + "---|" * len(runs["columns"])]
+        for row in [*runs["rows"], *run_summary(runs)]:
+            lines.append("| " + " | ".join(_cell(value) for value in row) + " |")
+        lines += ["", "```bash", runs["command"], "```"]
+    if entry.get("published"):
+        lines += ["", "**Published figures**, for reference (their protocols differ from pongrl's):", ""]
+        lines += ["| source | agent | protocol | score |", "|---|---|---|---|"]
+        for row in entry["published"]:
+            lines.append(f"| {row['source']} | {row['agent']} | {row['protocol']} | {row['score']} |")
+    return "\n".join(lines)
+
+
 GENERATORS = {
     "zoo-table": lambda argument: zoo_table(),
     "zoo-cards": lambda argument: zoo_cards(),
@@ -375,6 +443,7 @@ GENERATORS = {
     "metrics": metrics,
     "figure": figure,
     "include": include,
+    "results": results,
 }
 
 

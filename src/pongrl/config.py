@@ -75,7 +75,7 @@ class DQNConfig:
 FIELD_HELP: dict[str, str] = {
     "preset": "named set of hyperparameters the run started from",
     "total_steps": "environment steps to train for (all parallel envs together)",
-    "seed": "seed for python, numpy, torch and the emulators",
+    "seed": "random seed for python, numpy, torch and the emulators",
     "num_envs": "parallel emulators collecting experience",
     "sticky_actions": "probability that the emulator repeats the previous action on a frame instead of the new one, "
     "in training and in the run's evaluations (0.25 is the ALE v5 protocol, Machado et al. 2018; "
@@ -226,7 +226,7 @@ class PPOConfig:
     env: str = "fast"
     obs: str = "standard"
     max_cycles: int = MAX_CYCLES
-    game_mode: int = CLASSIC_MODE  # pong_v3's classic game, the seed's
+    game_mode: int = CLASSIC_MODE  # pong_v3's classic game, the self-play model card's
     num_checkpoints: int = 10
     log_every: int = 10_000
     eval_every: int = 200_000
@@ -257,7 +257,7 @@ FIELD_HELP.update(
         "vf_coef": "value loss coefficient",
         "target_kl": "stop the epochs of an update when the approximate KL passes this (0 = never)",
         "share_network": "the critic reuses the actor's torso (one CNN instead of two)",
-        "end_gae_at_point": "end the GAE episode at every scored point, as the seed's script does "
+        "end_gae_at_point": "end the GAE episode at every scored point, as the self-play model card's script does "
         "(done or reward != 0)",
         "opponent_pool": "self-play: fraction of games in which a past snapshot of the policy plays one paddle "
         "(0 = plain self-play)",
@@ -278,9 +278,10 @@ FIELD_HELP.update(
         "pool_play": "self-play: how the pool's opponents choose their actions, sample (as the learner does) or greedy "
         "(the most probable action: a sharper defender, see docs/results.md)",
         "env": "two-player env implementation: fast or reference (PettingZoo + SuperSuit)",
-        "obs": "ppo only: observation profile, standard (grayscale) or seed (the self-play card's blue channel)",
+        "obs": "ppo only: observation profile, standard (grayscale) or seed (the view of the self-play model card: "
+        "blue channel, score rows blanked, channel last)",
         "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
-        "game_mode": "self-play: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the seed's) or 3 "
+        "game_mode": "self-play: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the self-play model card's) or 3 "
         "(its ball reaches 3-4 px/frame as in the single-player game; see docs/results.md)",
         "num_checkpoints": "checkpoints collected at evenly spaced steps and kept for later study",
         "eval_sampled": "also evaluate with actions sampled from the policy (as it plays in training), "

@@ -107,7 +107,8 @@ def add_exploit(commands) -> None:
         exploit,
         "runs/exploit__<agent>__<seed>__<time>",
         config_module.SELFPLAY_PRESETS,
-        "self-play hyperparameters to start from: 'seed' is the model card's (default: default)",
+        "self-play hyperparameters to start from: 'seed' is the self-play model card's run (a preset name, not the "
+        "random seed of --seed) (default: default)",
     )
     presets = {
         name: {**values, **EXPLOIT_DEFAULTS} if name == "default" else values

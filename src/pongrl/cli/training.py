@@ -32,7 +32,7 @@ def add_config_flags(
         shown = (
             "default: as the run had it"
             if only is not None
-            else f"default {default}" + (f"; seed preset {seed_value}" if seed_value is not None else "")
+            else f"default {default}" + (f"; --preset seed {seed_value}" if seed_value is not None else "")
         )
         helptext = f"{config_module.FIELD_HELP.get(field.name, '')} ({shown})"
         if isinstance(default, bool):
@@ -55,7 +55,9 @@ def add_train(commands) -> None:
         dqn,
         "runs/pong__dqn__<preset>__<seed>__<time>",
         config_module.DQN_PRESETS,
-        "hyperparameters to start from: 'seed' is the blog's run, 'default' learns fastest here, 'rainbow' is how "
+        "hyperparameters to start from: 'seed' is the run of the DQN blog post pongrl implements (TF-Agents on "
+        "PongNoFrameskip-v4; a preset name, not the random seed of --seed), 'default' learns fastest here, "
+        "'rainbow' is how "
         "zoo:dqn was trained (dueling, C51, prioritized replay, sticky actions 0.25, 1.5M env steps)",
     )
     add_config_flags(dqn, config_module.DQNConfig, config_module.DQN_PRESETS)
@@ -69,7 +71,8 @@ def add_train(commands) -> None:
             sub,
             f"runs/pong__{algo}__<preset>__<seed>__<time>",
             presets,
-            "hyperparameters to start from: 'seed' is the model card's run (default: default)",
+            "hyperparameters to start from: 'seed' is the run of the self-play model card pongrl implements (CleanRL "
+            "PPO self-play on pong_v3; a preset name, not the random seed of --seed) (default: default)",
         )
         add_config_flags(sub, config_module.PPOConfig, presets)
 
