@@ -281,8 +281,8 @@ FIELD_HELP.update(
         "obs": "ppo only: observation profile, standard (grayscale) or seed (the view of the self-play model card: "
         "blue channel, score rows blanked, channel last)",
         "max_cycles": "self-play: raw frames after which a two-player game is cut (a truncation)",
-        "game_mode": "self-play: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the self-play model card's) or 3 "
-        "(its ball reaches 3-4 px/frame as in the single-player game; see docs/results.md)",
+        "game_mode": "self-play: the cartridge's two-player Pong variation, 4 (pong_v3's classic, the self-play model "
+        "card's) or 3 (its ball reaches 3-4 px/frame as in the single-player game; see docs/results.md)",
         "num_checkpoints": "checkpoints collected at evenly spaced steps and kept for later study",
         "eval_sampled": "also evaluate with actions sampled from the policy (as it plays in training), "
         "beside greedy play",
