@@ -84,6 +84,8 @@ def learn_features(
             raise PongrlError(f"{name} must be at least {low}, got {value}")
     if k > size:
         raise PongrlError(f"--k ({k}) cannot exceed the dictionary's --size ({size})")
+    if not 0.0 <= sticky_actions < 1.0:
+        raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
     data = ProbeData(collect_dir)
     index = _collect_index(data, agent)
     available = dictionary_layers(agent, data, index)
@@ -101,8 +103,6 @@ def learn_features(
             f"needs {frames_needed(size):,} ({MIN_FRAMES_PER_FEATURE} per feature): collect about {enough:,} "
             "frames (probe collect with a larger --frames continues the collect), or ask for a smaller --size"
         )
-    if not 0.0 <= sticky_actions < 1.0:
-        raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
 
     dataset = f"agents/{index}/{layer}"
     x_train = data.read(dataset, train_games).astype(np.float32)
