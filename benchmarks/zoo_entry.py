@@ -37,6 +37,7 @@ from pongrl.checkpoint import atomic_write_bytes, load_checkpoint, resolve
 from pongrl.errors import PongrlError
 from pongrl.evaluation import STICKY_GAMES, STICKY_PROTOCOL, evaluate_card_chain, evaluate_protocols, summarize
 from pongrl.nets import is_shared_torso, torso_kind
+from pongrl.robustness import row_from_builtin
 
 STICKY_SEED = 0
 CARD_CHAIN_GAMES = 30  # the card's chain plays one game per network call and emulator step in Python: slower
@@ -99,9 +100,30 @@ def add_card_chain(name: str) -> None:
     print(f"{zoo.PREFIX}{name}: card chain {score['mean']:+.2f} {score['ci95']} over {score['games']} games")
 
 
+def refresh_builtin_rows(card: dict) -> None:
+    """A robustness report takes its built-in AI rows from the agent's card (pongrl.robustness.builtin_scores):
+    after a rescore, those two rows, the worst case and the mean follow the new scores; the games against the
+    other opponents stay as they were played."""
+    report = card.get("robustness")
+    if not report:
+        return
+    rows = report["rows"]
+    new = {
+        "built-in AI, exact": row_from_builtin("exact", card["scores"]["every_start"]),
+        f"built-in AI, sticky {STICKY_PROTOCOL:g}": row_from_builtin(
+            f"sticky {STICKY_PROTOCOL:g}", card["scores"]["sticky_actions"]
+        ),
+    }
+    report["rows"] = [new.get(row["opponent"], row) for row in rows]
+    worst = min(report["rows"], key=lambda row: row["point_difference"])
+    report["worst"] = {"opponent": worst["opponent"], "point_difference": worst["point_difference"]}
+    report["mean_point_difference"] = sum(row["point_difference"] for row in report["rows"]) / len(report["rows"])
+
+
 def rescore(name: str) -> None:
     card = zoo.card(name)
     card["scores"] = scores(zoo.PREFIX + name)
+    refresh_builtin_rows(card)
     atomic_write_bytes(os.path.join(zoo.FOLDER, name + ".json"), (json.dumps(card, indent=1) + "\n").encode())
     print(
         f"{zoo.PREFIX}{name}: exact {card['scores']['every_start']['mean']:+.2f} "

@@ -69,7 +69,14 @@ def test_the_readme_zoo_table_is_the_one_generated_from_the_cards():
 def test_the_readme_quotes_the_figures_as_their_one_source_gives_them():
     figures = yaml.safe_load((ROOT / "docs" / "data" / "figures.yaml").read_text(encoding="utf-8"))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    quoted = {"sb3_speedup", "dqn_idle_speed", "dqn_default_hours", "dqn_first_above_zero", "dqn_median_to_18"}
+    quoted = {
+        "sb3_speedup",
+        "dqn_idle_speed",
+        "dqn_default_hours",
+        "dqn_first_above_zero",
+        "dqn_median_to_18",
+        "dqn_median_minutes_to_18",
+    }
     for name in quoted:
         assert figures[name]["text"] in readme, name
     # The two-player env's speed-up over PettingZoo + SuperSuit: one figure wherever a page gives it.
@@ -148,3 +155,139 @@ def test_the_process_words_check_catches_them():
     assert PROCESS_WORDS.search("resumed over sessions 27-31") and PROCESS_WORDS.search("(session 25)")
     assert PROCESS_WORDS.search("the target of issue 39") and PROCESS_WORDS.search("learning_ppo_seed1_session25.png")
     assert not PROCESS_WORDS.search("three interleaved rounds of 10 s, 2026-12-03, version 0.2.0")
+
+
+# The dated logs of how the results came about (the "History" section of the site). Every other page states where
+# things stand: what was measured, against what reference, with its command, hardware and date.
+HISTORY_PAGES = {"docs/results.md", "docs/zoo.md", "docs/arena.md", "docs/probes.md", "CHANGELOG.md"}
+
+# A lab notebook's phrases: a team's goals ("the +18 target"), its schedule and its to-do list.
+LOGBOOK_PHRASES = re.compile(
+    r"\+18 (?:sticky )?target|\b\d+(?:\.\d+)?x target|\(target\)|\btargets? of \d|\bneither is met\b"
+    r"|\b(?:is|are|was|not) met\b|\btime ran out\b|\bthe day ended\b|\blesson is taken\b|\bleft for later\b"
+    r"|\bunder way\b|\bnot done yet\b|\bstill to run\b|\bnext step\b|\bto-?dos?\b|\b(?:runs?|seeds?) so far\b"
+    r"|\bso far, to\b",
+    re.IGNORECASE,
+)
+# The two documents pongrl implements are named plainly: "the DQN blog post", "the self-play model card".
+UNNAMED_SOURCES = re.compile(
+    r"\bthe seed(?:'s| blog| card| post)\b|\bthe blog\b(?! post)|\bthe blog's\b", re.IGNORECASE
+)
+
+
+def test_pages_outside_the_history_state_results_not_a_lab_notebook():
+    found = []
+    for where, text in _user_facing_texts():
+        if where == "file name" or where in HISTORY_PAGES or where.startswith(("docs/data/", "src/")):
+            continue
+        found += [(where, match.group(0)) for match in LOGBOOK_PHRASES.finditer(text)]
+        found += [(where, match.group(0)) for match in UNNAMED_SOURCES.finditer(text)]
+    assert not found, found[:20]
+
+
+def test_the_lab_notebook_checks_catch_their_phrases():
+    for phrase in (
+        "still below the +18 target",
+        "short of the 2.0x target",
+        "| ratio (target) |",
+        "targets of 45 and",
+        "where the day's time ran out",
+        "The lesson is taken",
+        "left for later",
+        "two runs under way",
+        "(to 600,000 env steps so far; ...)" and "runs so far",
+    ):
+        assert LOGBOOK_PHRASES.search(phrase), phrase
+    for phrase in ("an exploiter's target", "the target network", "--target-kl", "the exploiter's games so far"):
+        assert not LOGBOOK_PHRASES.search(phrase), phrase
+    assert UNNAMED_SOURCES.search("as the blog's run did") and UNNAMED_SOURCES.search("the seed's separate torsos")
+    assert not UNNAMED_SOURCES.search("the DQN blog post's run") and not UNNAMED_SOURCES.search("the seed is passed")
+
+
+def test_time_to_18_is_one_figure_from_the_measured_runs():
+    # figures.yaml quotes the five-seed study; results.yaml holds its rows: the two must agree.
+    import statistics
+
+    figures = yaml.safe_load((ROOT / "docs" / "data" / "figures.yaml").read_text(encoding="utf-8"))
+    runs = yaml.safe_load((ROOT / "docs" / "data" / "results.yaml").read_text(encoding="utf-8"))["dqn"]["runs"]
+    steps = [row[runs["columns"].index("env steps to +18")] for row in runs["rows"]]
+    minutes = [row[runs["columns"].index("training minutes to +18")] for row in runs["rows"]]
+    assert figures["dqn_median_to_18"]["text"] == f"{statistics.median(steps):,.0f} env steps"
+    assert figures["dqn_worst_to_18"]["text"] == f"{max(steps):,}"
+    assert figures["dqn_median_minutes_to_18"]["text"] == f"{statistics.median(minutes):.0f} minutes"
+
+
+def test_every_results_block_draws_its_tables():
+    generated = _generated()
+    table = yaml.safe_load((ROOT / "docs" / "data" / "results.yaml").read_text(encoding="utf-8"))
+    for name, entry in table.items():
+        text = generated.results(name)
+        for agent in entry["shipped"]:
+            assert f"`zoo:{agent}`" in text
+        for row in entry.get("published", []):
+            assert row["source"] in text
+    assert "| **median** | 400,000 | 97 |" in generated.results("dqn")
+    with pytest.raises(KeyError, match="no results"):
+        generated.results("nobody")
+
+
+def test_no_image_or_video_lies_at_the_top_of_the_docs():
+    loose = [path.name for path in (ROOT / "docs").iterdir() if path.suffix in (".png", ".gif", ".mp4", ".jpg", ".svg")]
+    assert not loose, loose
+
+
+# ---- the built site -------------------------------------------------------------------------------------------
+EMPTY_CODE = re.compile(r"<code[^>]*>\s*</code>")
+LINK_TEXT = re.compile(r"<a\b[^>]*>([^<]*)</a>")
+BARE_FILE_NAME = re.compile(r"[\w./-]+\.md(?:#\S*)?")
+# A Markdown list item that was not parsed as one: a paragraph that starts with "- ".
+UNPARSED_ITEM = re.compile(r"<p>\s*[-*] ")
+
+
+def rendering_faults(html: str) -> list[str]:
+    """What a page of the built site shows wrong: empty code elements, links that read as a bare file name,
+    list items printed as text."""
+    faults = [f"empty code element {match.group(0)!r}" for match in EMPTY_CODE.finditer(html)]
+    faults += [
+        f"link text is a file name: {text!r}"
+        for text in LINK_TEXT.findall(html)
+        if BARE_FILE_NAME.fullmatch(text.strip())
+    ]
+    faults += [f"list item as text: {match.group(0)!r}" for match in UNPARSED_ITEM.finditer(html)]
+    return faults
+
+
+def test_the_rendering_checks_catch_the_faults():
+    assert rendering_faults("<td><code></code></td>") and rendering_faults('<a href="../r/">results.md</a>')
+    assert rendering_faults("<p>- `still`: stands still</p>")
+    assert not rendering_faults('<td><code>""</code></td><a href="../r/">the results log</a><ul><li>x</li></ul>')
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    pytest.importorskip("mkdocs")
+    import subprocess
+    import sys
+
+    site = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    return site
+
+
+def test_the_built_site_renders_right(built_site):
+    faults = []
+    for page in sorted(built_site.rglob("*.html")):
+        faults += [(str(page.relative_to(built_site)), fault) for fault in rendering_faults(page.read_text("utf-8"))]
+    assert not faults, faults[:20]
+    # The scripted opponents are a list inside the robustness guide's list item, not a list of their own.
+    robustness = (built_site / "howto" / "robustness" / "index.html").read_text("utf-8")
+    item = robustness[robustness.index("The scripted battery") : robustness.index("Other agents")]
+    assert "<code>hold-down</code>" in item and item.index("<ul>") < item.index("</li>"), item[:300]
+    # Wide tables scroll and long code lines wrap (docs/assets/extra.css).
+    assert (built_site / "assets" / "extra.css").is_file()

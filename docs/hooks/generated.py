@@ -110,10 +110,14 @@ def _worst(card: dict) -> str:
 
 
 def scripted_battery(argument: str = "") -> str:
-    """The scripted opponents, a line each, from pongrl.scripted.BATTERY."""
+    """The scripted opponents, a line each, from pongrl.scripted.BATTERY; `nested`: as the items of a list nested
+    in the list item above the marker (indented by four spaces, as Python-Markdown wants)."""
     from pongrl.scripted import BATTERY
 
-    return "\n".join(f"- `{name}`: {description}" for name, (_, description) in BATTERY.items())
+    if argument not in (None, "", "nested"):
+        raise ValueError(f"scripted-battery takes no argument or 'nested', got {argument!r}")
+    indent = "    " if argument == "nested" else ""
+    return "\n".join(f"{indent}- `{name}`: {description}" for name, (_, description) in BATTERY.items())
 
 
 def robustness_table(argument: str = "") -> str:
@@ -186,6 +190,8 @@ def zoo_cards() -> str:
 
 
 def _default_text(value) -> str:
+    if value == "":
+        return '""'  # an empty setting shows as what one types for it, not as an empty code cell
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, int) and abs(value) >= 10_000:
