@@ -38,7 +38,8 @@ def add_card(commands) -> None:
 
 def add_export(commands) -> None:
     export = commands.add_parser(
-        "export", help="write a PPO agent as the bare state_dict the self-play card's code loads"
+        "export",
+        help="write a PPO agent as the bare state_dict the self-play model card's code loads (the seed format)",
     )
     export.add_argument("checkpoint", metavar="AGENT", help=AGENT_HELP + " (a PPO or self-play agent)")
     export.add_argument("--out", required=True, help="FILE.pt to write")
