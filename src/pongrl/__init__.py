@@ -11,7 +11,9 @@ The library in a few names (see docs/api.md; the CLI is a thin shell over them):
   `run_league(inputs)` (ratings of many agents); `record_video(first, second, out)`.
 - `exploit(agent, run_dir, steps)` -> `Run`: a PPO best response trained against a frozen agent;
   `exploitability(run)`: the points it wins per game at a budget of agent steps.
-- `collect_probes(agents, frames, out_dir)` and `fit_probes(out_dir)`: what every layer knows.
+- `collect_probes(agents, frames, out_dir)` and `fit_probes(out_dir)`: what every layer knows;
+  `learn_features(agent, out_dir)` -> `Dictionary`: a sparse dictionary of a layer, its features matched to the
+  labels (`load_dictionary(path)` reads one back, `feature_gallery(agent, path, out)` draws its features).
 - `PongrlError`: every problem the user can fix.
 
 `import pongrl` loads neither torch nor the emulator: the names load their module on first use.
@@ -49,6 +51,10 @@ _EXPORTS = {
     "record_video": ("pongrl.media", "record_video"),
     "collect_probes": ("pongrl.probes.collect", "collect"),
     "fit_probes": ("pongrl.probes.fit", "fit"),
+    "Dictionary": ("pongrl.probes.dictionary", "Dictionary"),
+    "learn_features": ("pongrl.probes.features", "learn_features"),
+    "load_dictionary": ("pongrl.probes.dictionary", "load_dictionary"),
+    "feature_gallery": ("pongrl.probes.gallery", "gallery"),
 }
 __all__ = ["PongrlError", "CheckpointWriteError", *_EXPORTS]
 
