@@ -260,3 +260,41 @@ def test_a_dictionary_of_another_agent_and_a_feature_out_of_range_are_refused(
         )
         assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
         assert not out.exists()
+
+
+def test_steering_along_a_feature_plays_paired_games_beside_a_random_direction(
+    collected, small_dictionary, tmp_path, capsys
+):
+    from pongrl.probes.dictionary import load_dictionary
+    from pongrl.probes.steer_features import strongest_unmatched
+
+    agent, other, _ = collected
+    out = tmp_path / "steer"
+    code, stdout, err = run(
+        ["probe", "steer", agent, "--dictionary", small_dictionary, "--features", "1", "--alpha", "5"]
+        + ["--games", "1", "--out", str(out)],
+        capsys,
+    )
+    assert code == 0, err
+    with open(out / "steer.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["label"], row["direction"], row["alpha"]) for row in rows] == [
+        ("", "none", "0"),
+        ("feature 1", "feature", "5"),
+        ("feature 1", "random", "5"),
+    ]
+    # the random direction's edit is as large as the feature's
+    assert float(rows[1]["edit_size"]) == pytest.approx(float(rows[2]["edit_size"])) and float(rows[1]["edit_size"]) > 0
+    assert "unperturbed: score" in stdout and (out / "steer.png").stat().st_size > 1000
+    dictionary = load_dictionary(small_dictionary)
+    chosen = strongest_unmatched(dictionary, 8)
+    assert all(not dictionary.features["matched"][i] and dictionary.features["frequency"][i] > 0 for i in chosen)
+    for who, args, message in (
+        (other, [], "learned on the activations of"),
+        (agent, ["--features", "12"], "no feature 12"),
+    ):
+        code, _, err = run(
+            ["probe", "steer", who, "--dictionary", small_dictionary, "--out", str(tmp_path / "x")] + args, capsys
+        )
+        assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / "x").exists()

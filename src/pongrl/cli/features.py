@@ -1,5 +1,5 @@
-"""`pongrl probe features` and `pongrl probe gallery`: sparse dictionaries of an agent's layers, beside the probes
-(pongrl.cli.probe adds these two subcommands to `pongrl probe`; kept apart so that each file stays readable)."""
+"""`pongrl probe features`, `gallery` and `steer`: sparse dictionaries of an agent's layers, beside the probes
+(pongrl.cli.probe adds these subcommands to `pongrl probe`; kept apart so that each file stays readable)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,43 @@ def add_features(steps) -> None:
     )
     gallery.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
     gallery.add_argument("--out", metavar="FOLDER", help="where to draw (default: gallery/ beside the dictionary)")
+    steer = steps.add_parser(
+        "steer",
+        help="push a layer along dictionary features' directions while the agent plays the built-in AI, beside "
+        "random directions of the same size; does its play change?",
+    )
+    steer.add_argument("agent", metavar="AGENT", help=AGENT_HELP + "; the agent whose layer the dictionary is of")
+    steer.add_argument("--dictionary", required=True, metavar="FILE", help="a dictionary.pt of pongrl probe features")
+    steer.add_argument(
+        "--features",
+        nargs="+",
+        type=integer,
+        metavar="I",
+        help="the features to steer along (default: the 4 strongest that match no label)",
+    )
+    steer.add_argument(
+        "--alpha",
+        nargs="+",
+        type=finite_float,
+        default=[-3.0, 3.0],
+        metavar="A",
+        help="steering sizes, in units of the feature's mean activation where it fires (default -3 3)",
+    )
+    steer.add_argument("--games", type=positive_int, default=10, help="games per condition (default 10)")
+    steer.add_argument(
+        "--random-draws",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="random directions per feature, of the same size, as controls (default 1)",
+    )
+    steer.add_argument(
+        "--sticky-actions", type=finite_float, default=0.0, metavar="P", help="sticky actions P (default 0)"
+    )
+    steer.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    steer.add_argument(
+        "--out", metavar="FOLDER", help="where to write steer.csv and steer.png (default: steer/ beside the dictionary)"
+    )
 
 
 def cmd_features(args, progress) -> int:
@@ -108,4 +145,30 @@ def cmd_gallery(args, progress) -> int:
             args.agent, args.dictionary, out, args.features, args.count, args.top, args.frames, args.seed, bar.update
         )
     print(f"{len(paths)} features drawn: {os.path.join(out, 'gallery.md')}")
+    return 0
+
+
+def cmd_steer(args, progress) -> int:
+    from pongrl.probes.steer_features import describe, steer_features, write_results
+
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.dictionary)), "steer")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise PongrlError(f"--out {out}: not a folder")
+    conditions = 1 + len(args.features or [None] * 4) * len(args.alpha) * (1 + args.random_draws)
+    with progress(conditions * args.games, "game") as bar:
+        rows = steer_features(
+            args.agent,
+            args.dictionary,
+            args.features,
+            tuple(args.alpha),
+            args.games,
+            args.seed,
+            args.random_draws,
+            args.sticky_actions,
+            bar.update,
+        )
+    for row in rows:
+        print(describe(row))
+    csv_path, chart_path = write_results(rows, out)
+    print(f"{len(rows)} conditions x {args.games} games: {csv_path}, {chart_path}")
     return 0

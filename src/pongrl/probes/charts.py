@@ -185,7 +185,7 @@ def plot_intervene(steered: list[dict], path: str) -> None:
     for axis, label in zip(axes[0], labels):
         lines = sorted(
             {(row["layer"], row["kind"], row["direction"]) for row in steered if row["label"] == label},
-            key=lambda line: (line[0], line[1], line[2] != "probe", line[2]),
+            key=lambda line: (line[0], line[1], line[2].startswith("random"), line[2]),
         )
         for layer, kind, direction in lines:
             points = sorted(
@@ -198,7 +198,7 @@ def plot_intervene(steered: list[dict], path: str) -> None:
                 alpha,
                 shift,
                 yerr=[shift - low, high - shift],
-                fmt="o-" if direction == "probe" else "x:",
+                fmt="x:" if direction.startswith("random") else "o-",
                 capsize=3,
                 label=f"{layer} {kind}, {direction} direction",
             )
@@ -206,7 +206,7 @@ def plot_intervene(steered: list[dict], path: str) -> None:
         axis.set(
             xlabel=f"alpha (units of {label})",
             ylabel="paddle offset from the ball, shift (RAM rows)",
-            title=f"steering along the probe of {label}",
+            title=f"steering along {label if label.startswith('feature') else 'the probe of ' + label}",
         )
         axis.grid(alpha=0.3)
         if axis.get_legend_handles_labels()[0]:
@@ -214,3 +214,39 @@ def plot_intervene(steered: list[dict], path: str) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=110, format="png")
     plt.close(figure)
+
+
+def plot_feature_matches(dictionaries: dict, path: str) -> str:
+    """features.png: per dictionary (by name), how many of its live features match each label (`probe
+    features`'s matching) and how many match none; a feature matching two labels counts under both."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pongrl.checkpoint import atomic_write_file
+
+    labels = list(dict.fromkeys(name for d in dictionaries.values() for name in d.metrics["labels"]))
+    labels = [name for name in labels if any(d.metrics["labels"][name]["features"] for d in dictionaries.values())]
+    columns = [*labels, "no label"]
+    figure, axis = plt.subplots(figsize=(max(8, 0.55 * len(columns) * len(dictionaries) ** 0.5 + 4), 4.6))
+    width = 0.8 / max(1, len(dictionaries))
+    for number, (name, dictionary) in enumerate(dictionaries.items()):
+        live = dictionary.size - dictionary.metrics["dead"]
+        unmatched = sum(
+            1
+            for frequency, matched in zip(dictionary.features["frequency"], dictionary.features["matched"])
+            if frequency > 0 and not matched
+        )
+        counts = [dictionary.metrics["labels"].get(label, {}).get("features", 0) for label in labels] + [unmatched]
+        positions = np.arange(len(columns)) + (number - (len(dictionaries) - 1) / 2) * width
+        axis.bar(positions, np.array(counts) / max(live, 1), width, label=f"{name} ({live:,} live)")
+    axis.set_xticks(np.arange(len(columns)), columns, rotation=40, ha="right")
+    axis.set_ylabel("share of live features")
+    axis.set_title("features matching each label (R^2 above its shuffled-label control and 0.1)")
+    axis.grid(axis="y", alpha=0.3)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    atomic_write_file(path, lambda temp_path: figure.savefig(temp_path, dpi=100, format="png"))
+    plt.close(figure)
+    return path

@@ -132,6 +132,15 @@ def load_dictionary(path: str) -> Dictionary:
         raise PongrlError(f"{path}: not a pongrl dictionary ({reason})") from None
 
 
+def check_features(dictionary: Dictionary, features: list[int]) -> None:
+    """Refuse a feature index the dictionary does not have."""
+    for feature in features:
+        if not 0 <= feature < dictionary.size:
+            raise PongrlError(
+                f"no feature {feature}: the dictionary has {dictionary.size:,} (0 to {dictionary.size - 1:,})"
+            )
+
+
 def agent_digest(agent) -> str:
     from pongrl.opponents import weights_digest
 

@@ -128,9 +128,11 @@ def learn_features(
         },
     )
     mean = x_train.mean(0)
+    activation_norm = float(np.linalg.norm(x_train, axis=1).mean())  # to size a steer against
     del x_train
     x_test = data.read(dataset, test_games).astype(np.float32)
     dictionary.metrics, frequency, mean_activation = reconstruction_metrics(dictionary, agent, x_test, mean)
+    dictionary.metrics["activation_norm"] = activation_norm
     dictionary.features = {"frequency": frequency, "mean_activation": mean_activation}
     matches, dictionary.metrics["labels"] = match_labels(dictionary, data, dataset, train_games, test_games, seed)
     dictionary.features.update(matches)

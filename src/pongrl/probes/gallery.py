@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from pongrl.errors import PongrlError
-from pongrl.probes.dictionary import Dictionary, check_agent, load_dictionary
+from pongrl.probes.dictionary import Dictionary, check_agent, check_features, load_dictionary
 
 # Where the RAM's positions are drawn on the 210 x 160 screen (measured on the emulator: a paddle's lowest row is
 # its byte, the ball's top row its byte minus 14 and its column its x byte minus 49).
@@ -31,11 +31,7 @@ DEFAULT_COUNT = 16
 def chosen_features(dictionary: Dictionary, features: list[int] | None, count: int = DEFAULT_COUNT) -> list[int]:
     """The features to draw: those asked for (each checked to exist), else the default (module docstring)."""
     if features:
-        for feature in features:
-            if not 0 <= feature < dictionary.size:
-                raise PongrlError(
-                    f"no feature {feature}: the dictionary has {dictionary.size:,} (0 to {dictionary.size - 1:,})"
-                )
+        check_features(dictionary, features)
         return list(dict.fromkeys(features))
     frequency = np.asarray(dictionary.features["frequency"])
     matched = np.array([bool(text) for text in dictionary.features["matched"]])
