@@ -122,7 +122,7 @@ def report(args) -> None:
                 )
     # The issues' targets: +18 against the built-in AI for DQN and PPO; self-play is to beat it on average.
     self_play = all(c["self_play"] for c in curves)
-    target, target_label = (0, "beats the built-in AI above 0") if self_play else (18, "target +18")
+    target, target_label = (0, "beats the built-in AI above 0") if self_play else (18, "+18")
     steps_label = "agent steps (millions)" if self_play else "environment steps (millions)"
     for axis, label in ((axes[0], steps_label), (axes[1], hours_label)):
         axis.axhline(target, color="grey", linestyle=":", label=target_label)

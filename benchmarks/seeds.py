@@ -151,7 +151,7 @@ def report(args) -> None:
         (axes[0], "environment steps (millions)"),
         (axes[1], "training minutes (evaluations excluded)"),
     ):
-        axis.axhline(args.target, color="grey", linestyle=":", label=f"target {args.target:+g}")
+        axis.axhline(args.target, color="grey", linestyle=":", label=f"{args.target:+g}")
         axis.set(xlabel=label, ylim=(-21.5, 21.5))
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("evaluation return (10 games vs built-in AI)")
