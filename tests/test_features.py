@@ -298,3 +298,42 @@ def test_steering_along_a_feature_plays_paired_games_beside_a_random_direction(
         )
         assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
         assert not (tmp_path / "x").exists()
+
+
+def test_a_return_is_followed_to_where_the_ball_reaches_the_opponents_side():
+    from pongrl.game import RAM_BALL_X, RAM_BALL_Y, RAM_LEFT_PADDLE_Y
+    from pongrl.probes.aim import ReturnTracker
+
+    def ram(x, y, opponent=100):
+        values = np.zeros(128, np.uint8)
+        values[RAM_BALL_X], values[RAM_BALL_Y], values[RAM_LEFT_PADDLE_Y] = x, y, opponent
+        return values
+
+    tracker = ReturnTracker()
+    path = [(150, 120), (160, 120), (170, 121)]  # toward the agent
+    path += [(165, 124), (160, 127), (150, 130), (140, 133)]  # returned: away, 3 rows down per step
+    path += [(145, 133)]  # the opponent sends it back: the flight ended at 133
+    path += [(160, 133), (170, 133), (160, 131), (150, 129), (0, 0)]  # a second return, then out of play
+    for x, y in path:
+        tracker.see(ram(x, y, opponent=90))
+    assert tracker.returns == [(133, 133 - 90, 3), (129, 129 - 90, -2)]
+    assert tracker.means() == {"arrival_y": 131.0, "aim": 41.0, "angle": 0.5}
+    assert np.isnan(ReturnTracker().means()["aim"])  # no return, no aim
+
+
+def test_aim_plays_paired_games_and_refuses_a_label_that_is_not_the_opponents(collected, tmp_path, capsys):
+    from pongrl.probes.aim import aim
+
+    agent, _, probes = collected
+    out = tmp_path / "aim.csv"
+    code, stdout, err = run(
+        ["probe", "aim", agent, "--probes", probes, "--alpha", "10", "--games", "1", "--out", str(out)], capsys
+    )
+    assert code == 0, err
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["direction"], row["alpha"]) for row in rows] == [("none", "0"), ("probe", "10"), ("random", "10")]
+    assert rows[0]["arrival_y_shift"] in ("0", "nan")  # the unperturbed games against themselves (nan: no return)
+    assert "unperturbed:" in stdout
+    with pytest.raises(PongrlError, match="the opponent's"):
+        aim(agent, probes, label="ball_y", games=1)

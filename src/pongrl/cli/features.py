@@ -1,5 +1,6 @@
-"""`pongrl probe features`, `gallery` and `steer`: sparse dictionaries of an agent's layers, beside the probes
-(pongrl.cli.probe adds these subcommands to `pongrl probe`; kept apart so that each file stays readable)."""
+"""`pongrl probe features`, `gallery` and `steer`: sparse dictionaries of an agent's layers, beside the probes; and
+`pongrl probe aim`: does the agent aim by where it believes the opponent is? (pongrl.cli.probe adds these
+subcommands to `pongrl probe`; kept apart so that each file stays readable)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,72 @@ def add_features(steps) -> None:
     steer.add_argument(
         "--out", metavar="FOLDER", help="where to write steer.csv and steer.png (default: steer/ beside the dictionary)"
     )
+
+    aim = steps.add_parser(
+        "aim",
+        help="steer a layer along the probe of the opponent's paddle while the agent plays the built-in AI; "
+        "does it send the ball elsewhere?",
+    )
+    aim.add_argument("agent", metavar="AGENT", help=AGENT_HELP)
+    aim.add_argument(
+        "--probes", required=True, metavar="DIR", help="a folder written by pongrl probe collect that recorded AGENT"
+    )
+    aim.add_argument("--layer", default="fc", metavar="L", help="the layer to steer (conv1, ..., fc) (default fc)")
+    aim.add_argument(
+        "--label",
+        default="enemy_y",
+        choices=("enemy_y", "enemy_vy"),
+        help="the opponent's label whose probe to steer along (default enemy_y)",
+    )
+    aim.add_argument(
+        "--kind",
+        choices=("steer", "steer-pattern"),
+        default="steer",
+        help="steer (the probe's reading moves by alpha) or steer-pattern (the layer moves as it does, on average, "
+        "with the opponent alpha units away) (default steer)",
+    )
+    aim.add_argument(
+        "--alpha",
+        nargs="+",
+        type=finite_float,
+        default=[-20.0, 20.0],
+        metavar="A",
+        help="steering sizes in units of the label (RAM rows, or rows per step) (default -20 20)",
+    )
+    aim.add_argument("--games", type=positive_int, default=10, help="games per condition (default 10)")
+    aim.add_argument(
+        "--random-draws", type=positive_int, default=1, metavar="K", help="random directions as controls (default 1)"
+    )
+    aim.add_argument("--sticky-actions", type=finite_float, default=0.0, metavar="P", help="sticky actions (default 0)")
+    aim.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    aim.add_argument("--out", metavar="FILE", help="the CSV to write (default DIR/aim.csv)")
+
+
+def cmd_aim(args, progress) -> int:
+    from pongrl.probes.aim import aim, describe, write_results
+
+    out = args.out or os.path.join(args.probes, "aim.csv")
+    if os.path.isdir(out):
+        raise PongrlError(f"--out {out}: a folder, not a file")
+    conditions = 1 + len(args.alpha) * (1 + args.random_draws)
+    with progress(conditions * args.games, "game") as bar:
+        rows = aim(
+            args.agent,
+            args.probes,
+            args.layer,
+            args.label,
+            args.kind,
+            tuple(args.alpha),
+            args.games,
+            args.seed,
+            args.random_draws,
+            args.sticky_actions,
+            bar.update,
+        )
+    for row in rows:
+        print(describe(row))
+    print(f"{len(rows)} conditions x {args.games} games: {write_results(rows, out)}")
+    return 0
 
 
 def cmd_features(args, progress) -> int:

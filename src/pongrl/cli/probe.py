@@ -1,7 +1,7 @@
 """`pongrl probe collect`, `fit`, `across`, `intervene` and `counterfactual`: linear probes of what each layer
 of an agent knows, and whether it uses it, with progress bars on a terminal and the warnings a probe's reader needs
-(an interrupted collect, test games that repeat train games); `features`, `gallery` and `steer`, sparse dictionaries
-of its layers, are in pongrl.cli.features.
+(an interrupted collect, test games that repeat train games); `features`, `gallery` and `steer` (sparse dictionaries
+of its layers) and `aim` (does it aim by the opponent?) are in pongrl.cli.features.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import sys
 
 from pongrl.cli.common import AGENT_HELP, finite_float, integer, positive_int
-from pongrl.cli.features import add_features, cmd_features, cmd_gallery, cmd_steer
+from pongrl.cli.features import add_features, cmd_aim, cmd_features, cmd_gallery, cmd_steer
 from pongrl.errors import PongrlError
 
 
@@ -18,7 +18,7 @@ def add_probe(commands) -> None:
     probe = commands.add_parser("probe", help="linear probes of what each layer of an agent knows (RAM ground truth)")
     steps = probe.add_subparsers(
         dest="probe_command",
-        metavar="{collect,fit,across,intervene,counterfactual,features,gallery,steer}",
+        metavar="{collect,fit,across,intervene,counterfactual,features,gallery,steer,aim}",
         required=True,
     )
     collect = steps.add_parser("collect", help="play games and record the RAM labels and every layer's activations")
@@ -243,6 +243,7 @@ def cmd_probe(args) -> int:
         "features": lambda args: cmd_features(args, _progress),
         "gallery": lambda args: cmd_gallery(args, _progress),
         "steer": lambda args: cmd_steer(args, _progress),
+        "aim": lambda args: cmd_aim(args, _progress),
     }[args.probe_command](args)
 
 

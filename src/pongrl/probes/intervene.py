@@ -187,13 +187,15 @@ def play_conditions(
     sticky_actions: float = 0.0,
     parallel: int = PARALLEL_GAMES,
     progress=None,
+    watch=None,
 ) -> list[dict]:
     """`games` greedy games of the `network`'s agent against the built-in AI for each condition (its (layer,
     edit index), or None: the unperturbed agent), all in one batch of `parallel` games at a time; every
     condition's game k starts after the same no-op frames and from the same sticky-action stream (common random
     numbers: conditions differ by their edits, and a condition's games do not depend on what else the call
     plays). Per condition, per game: its score, mean paddle offset from the ball on in-play steps, mean KL and
-    action-change rate."""
+    action-change rate. `watch(game, ram)`, if given, sees every game's RAM before each step (game k of condition
+    c is game c * games + k)."""
     from pongrl.game import NOOP_MAX
     from pongrl.runner import BUILTIN, GamePlan, play_games, spread
 
@@ -219,6 +221,8 @@ def play_conditions(
             ram = driver.ram(slot)
             if ram[RAM_BALL_Y]:
                 offsets[game].append(int(ram[RAM_RIGHT_PADDLE_Y]) - int(ram[RAM_BALL_Y]))
+            if watch is not None:  # another measure of the same games (`watch(game, ram)` before each step)
+                watch(game, ram)
 
     def after_step(driver, running) -> None:
         for slot in running:
