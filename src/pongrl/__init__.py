@@ -13,7 +13,8 @@ The library in a few names (see docs/api.md; the CLI is a thin shell over them):
   `exploitability(run)`: the points it wins per game at a budget of agent steps.
 - `collect_probes(agents, frames, out_dir)` and `fit_probes(out_dir)`: what every layer knows;
   `learn_features(agent, out_dir)` -> `Dictionary`: a sparse dictionary of a layer, its features matched to the
-  labels (`load_dictionary(path)` reads one back, `feature_gallery(agent, path, out)` draws its features).
+  labels (`load_dictionary(path)` reads one back, `feature_gallery(agent, path, out)` draws its features,
+  `steer_features(agent, path)` steers along them); `opponent_aim(agent, out_dir)`: does it aim by the opponent?
 - `PongrlError`: every problem the user can fix.
 
 `import pongrl` loads neither torch nor the emulator: the names load their module on first use.
@@ -55,6 +56,8 @@ _EXPORTS = {
     "learn_features": ("pongrl.probes.features", "learn_features"),
     "load_dictionary": ("pongrl.probes.dictionary", "load_dictionary"),
     "feature_gallery": ("pongrl.probes.gallery", "gallery"),
+    "steer_features": ("pongrl.probes.steer_features", "steer_features"),
+    "opponent_aim": ("pongrl.probes.aim", "aim"),
 }
 __all__ = ["PongrlError", "CheckpointWriteError", *_EXPORTS]
 
