@@ -242,6 +242,10 @@ LINK_TEXT = re.compile(r"<a\b[^>]*>([^<]*)</a>")
 BARE_FILE_NAME = re.compile(r"[\w./-]+\.md(?:#\S*)?")
 # A Markdown list item that was not parsed as one: a paragraph that starts with "- ".
 UNPARSED_ITEM = re.compile(r"<p>\s*[-*] ")
+# An empty inline code span written as two backticks, which Markdown prints as they are.
+TWO_BACKTICKS = re.compile(r">\s*``\s*<")
+# A list item that introduces a list ("... would try:") followed by that list at its own level, not inside it.
+LIST_AT_WRONG_LEVEL = re.compile(r":(?:</p>)?\s*</li>\s*(?:</ul>\s*<ul>|<li>)")
 
 
 def rendering_faults(html: str) -> list[str]:
@@ -254,12 +258,16 @@ def rendering_faults(html: str) -> list[str]:
         if BARE_FILE_NAME.fullmatch(text.strip())
     ]
     faults += [f"list item as text: {match.group(0)!r}" for match in UNPARSED_ITEM.finditer(html)]
+    faults += [f"two backticks as text: {match.group(0)!r}" for match in TWO_BACKTICKS.finditer(html)]
+    faults += [f"a list at its parent item's level: {match.group(0)!r}" for match in LIST_AT_WRONG_LEVEL.finditer(html)]
     return faults
 
 
 def test_the_rendering_checks_catch_the_faults():
     assert rendering_faults("<td><code></code></td>") and rendering_faults('<a href="../r/">results.md</a>')
-    assert rendering_faults("<p>- `still`: stands still</p>")
+    assert rendering_faults("<p>- `still`: stands still</p>") and rendering_faults("<td>``</td>")
+    assert rendering_faults("<li><p>paddles a program would try:</p>\n</li>\n</ul>\n<ul>\n<li><code>still</code></li>")
+    assert rendering_faults("<li><p>paddles a program would try:</p>\n</li>\n<li>\n<p><code>still</code></p></li>")
     assert not rendering_faults('<td><code>""</code></td><a href="../r/">the results log</a><ul><li>x</li></ul>')
 
 
