@@ -2,7 +2,8 @@
 against the built-in AI) against env steps and wall-clock time.
 
     python benchmarks/learning.py --run-dir ~/runs/dqn-default --preset default --total-steps 2000000
-    python benchmarks/learning.py --run-dir ~/runs/dqn-default --report-only --out docs/assets/learning/learning_dqn_default.png
+    python benchmarks/learning.py --run-dir ~/runs/dqn-default --report-only \
+        --out docs/assets/learning/learning_dqn_default.png
     python benchmarks/learning.py --run-dir ~/runs/dqn-small --total-steps 2000000 -- --network small --torch-threads 1
     python benchmarks/learning.py --run-dir ~/runs/dqn-small --report-only --compare ~/runs/dqn-default --out chart.png
 

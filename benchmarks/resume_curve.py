@@ -7,7 +7,8 @@ the env step at which its training return (mean of the last games played) first 
 milestones, and its mean absolute distance from the reference's training return before and after the
 stop; draws both curves.
 
-    python benchmarks/resume_curve.py --split 200000 --until 400000 --out docs/assets/learning/resume_vs_uninterrupted.png \\
+    python benchmarks/resume_curve.py --split 200000 --until 400000 \\
+        --out docs/assets/learning/resume_vs_uninterrupted.png \\
         "seed 1, uninterrupted=$HOME/runs/dqn-default" "seed 1, resumed at 200k=$HOME/runs/dqn-resumed" \\
         "seed 2, uninterrupted=$HOME/runs/dqn-seed2"
 
