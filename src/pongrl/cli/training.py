@@ -33,7 +33,7 @@ def add_config_flags(
             "default: as the run had it"
             if only is not None
             else f"default {default if default != '' else 'empty'}"
-            + (f"; --preset seed {seed_value}" if seed_value is not None else "")
+            + (f"; with --preset seed: {seed_value}" if seed_value is not None else "")
         )
         helptext = f"{config_module.FIELD_HELP.get(field.name, '')} ({shown})"
         if isinstance(default, bool):
