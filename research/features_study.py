@@ -8,11 +8,20 @@ AGENT is any agent spec, or `random-init:SPEC` for the untrained network of SPEC
 recorded beside it (the baseline: what a dictionary of an untrained layer matches). Each dictionary goes to
 OUT/NAME/ (dictionary.pt, features.csv, features.md); one already there is read, not learned again. Then
 OUT/summary.md (one row per dictionary) and OUT/features.png (probes.charts.plot_feature_matches).
+
+Beyond the one-label matching of `probe features`: how much of each feature a *place* explains, the R^2 on the
+test games of its activation predicted by its mean over the train frames in the same cell of the ball's state: its
+column and height (cells of CELL RAM units), the directions it flies in (horizontal and vertical), or out of play.
+A feature that no single label matches but a cell does is a conjunction of named quantities (the ball in one place,
+flying one way), not something no label names. The control: the same with each game's cells circularly shifted by
+a seeded offset (train and test alike), which keeps the cells' frequencies and breaks their tie to the frames.
 """
 
 import argparse
 import os
 import sys
+
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
@@ -24,6 +33,70 @@ def agent_of(spec: str):
     if spec.startswith("random-init:"):
         return random_init_like(load_agent(spec.removeprefix("random-init:")))
     return load_agent(spec)
+
+
+CELL = 8  # RAM units per cell side
+
+
+def cells(data, games, shift_rng=None) -> np.ndarray:
+    """Each frame's cell of the ball's state (module docstring), as one integer, game after game; with `shift_rng`
+    each game's cells circularly shifted (the control)."""
+    every = []
+    for game in games:
+        read = {
+            name: data.read(f"labels/{name}", [game]).astype(np.int64)
+            for name in ("ball_x", "ball_y", "ball_vx", "ball_vy", "ball_in_play")
+        }
+        horizontal, vertical = np.sign(read["ball_vx"]) + 1, np.sign(read["ball_vy"]) + 1
+        cell = ((read["ball_x"] // CELL * 64 + read["ball_y"] // CELL) * 3 + horizontal) * 3 + vertical
+        cell = np.where(read["ball_in_play"] == 1, cell, -1)  # out of play: one cell
+        if shift_rng is not None:
+            cell = np.roll(cell, int(shift_rng.integers(len(cell) // 4, max(len(cell) // 4 + 1, 3 * len(cell) // 4))))
+        every.append(cell)
+    return np.concatenate(every)
+
+
+def place_r2(dictionary, collect_dir: str, seed: int = 0, control: bool = False) -> np.ndarray:
+    """Each feature's R^2 on the test games of its cell means over the train games (module docstring); `control`:
+    of the shifted cells."""
+    from pongrl.probes.directions import _collect_index
+    from pongrl.probes.features import encode_in_chunks
+    from pongrl.probes.fit import ProbeData, split_games
+
+    data = ProbeData(collect_dir)
+    index = next(
+        (i for i, entry in enumerate(data.settings["agents"]) if entry["name"] == dictionary.agent["name"]), None
+    )
+    if index is None:
+        index = _collect_index(data, type("Named", (), {"name": dictionary.agent["name"], "path": ""})())
+    train_games, test_games = split_games(data.frames_of, seed)
+    dataset = f"agents/{index}/{dictionary.layer}"
+    rng = np.random.default_rng(seed) if control else None
+    ids = {side: cells(data, games, rng) for side, games in (("train", train_games), ("test", test_games))}
+    universe, inverse = np.unique(np.concatenate([ids["train"], ids["test"]]), return_inverse=True)
+    train_cell, test_cell = inverse[: len(ids["train"])], inverse[len(ids["train"]) :]
+    sums = np.zeros((len(universe), dictionary.size))
+    counts = np.bincount(train_cell, minlength=len(universe)).astype(np.float64)
+    x = data.read(dataset, train_games).astype(np.float32)
+    total = np.zeros(dictionary.size)
+    for first, codes in encode_in_chunks(dictionary, x):
+        z = codes.double().numpy()
+        np.add.at(sums, train_cell[first : first + len(z)], z)
+        total += z.sum(0)
+    overall = total / len(x)
+    means = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], overall)
+    x = data.read(dataset, test_games).astype(np.float32)
+    sse = np.zeros(dictionary.size)
+    sz = np.zeros(dictionary.size)
+    szz = np.zeros(dictionary.size)
+    for first, codes in encode_in_chunks(dictionary, x):
+        z = codes.double().numpy()
+        sse += ((z - means[test_cell[first : first + len(z)]]) ** 2).sum(0)
+        sz += z.sum(0)
+        szz += (z**2).sum(0)
+    sst = szz - sz**2 / len(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sst > 1e-9, 1 - sse / sst, np.nan)
 
 
 def main():
@@ -68,10 +141,22 @@ def main():
 
     lines = [
         "| dictionary | frames (train/test) | variance explained | dead | always on | action kept | move kept "
-        "| points, spliced - as is [95%] | live features matching a label |",
-        "|---|---|---:|---:|---:|---:|---:|---|---:|",
+        "| points, spliced - as is [95%] | live features matching a label | unmatched: median place R^2 "
+        "(share > 0.1; control) |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for name, d in dictionaries.items():
+        place_path = os.path.join(args.out, name, "place_r2.npz")
+        if not os.path.exists(place_path):
+            found = {
+                kind: place_r2(d, d.source["collect"], d.source["split_seed"], kind == "control")
+                for kind in ("place", "control")
+            }
+            np.savez(place_path, **found)
+        place, place_control = np.load(place_path)["place"], np.load(place_path)["control"]
+        alive = np.asarray(d.features["frequency"]) > 0
+        unmatched = alive & np.array([not text for text in d.features["matched"]])
+        unmatched_place, unmatched_control = place[unmatched], place_control[unmatched]
         m = d.metrics
         live = d.size - m["dead"]
         matched = sum(1 for text in d.features["matched"] if text)
@@ -84,7 +169,9 @@ def main():
         lines.append(
             f"| {name} | {d.source['train_frames']:,} / {d.source['test_frames']:,} | {m['fve']:.3f} | {m['dead']} "
             f"| {m['dense']} | {m['action_agreement']:.1%} ({m['mean_agreement']:.1%}) | {m['move_agreement']:.1%} "
-            f"({m['mean_move_agreement']:.1%}) | {points} | {matched} of {live} ({matched / max(live, 1):.0%}) |"
+            f"({m['mean_move_agreement']:.1%}) | {points} | {matched} of {live} ({matched / max(live, 1):.0%}) "
+            f"| {np.nanmedian(unmatched_place):.2f} ({np.mean(unmatched_place > 0.1):.0%}; "
+            f"{np.nanmedian(unmatched_control):.2f}) |"
         )
     with open(os.path.join(args.out, "summary.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
