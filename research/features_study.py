@@ -56,47 +56,59 @@ def cells(data, games, shift_rng=None) -> np.ndarray:
     return np.concatenate(every)
 
 
-def place_r2(dictionary, collect_dir: str, seed: int = 0, control: bool = False) -> np.ndarray:
-    """Each feature's R^2 on the test games of its cell means over the train games (module docstring); `control`:
-    of the shifted cells."""
+def explained(dictionary, collect_dir: str, seed: int = 0) -> dict[str, np.ndarray]:
+    """Each feature's R^2 on the test games (module docstring): "place", of its cell means over the train games;
+    "control", the same with shifted cells; "linear", of a least-squares fit on every label at once."""
     from pongrl.probes.directions import _collect_index
     from pongrl.probes.features import encode_in_chunks
     from pongrl.probes.fit import ProbeData, split_games
+    from pongrl.probes.labels import LABELS
 
     data = ProbeData(collect_dir)
-    index = next(
-        (i for i, entry in enumerate(data.settings["agents"]) if entry["name"] == dictionary.agent["name"]), None
-    )
-    if index is None:
-        index = _collect_index(data, type("Named", (), {"name": dictionary.agent["name"], "path": ""})())
+    index = _collect_index(data, type("Named", (), {"name": dictionary.agent["name"], "path": ""})())
     train_games, test_games = split_games(data.frames_of, seed)
     dataset = f"agents/{index}/{dictionary.layer}"
-    rng = np.random.default_rng(seed) if control else None
-    ids = {side: cells(data, games, rng) for side, games in (("train", train_games), ("test", test_games))}
-    universe, inverse = np.unique(np.concatenate([ids["train"], ids["test"]]), return_inverse=True)
-    train_cell, test_cell = inverse[: len(ids["train"])], inverse[len(ids["train"]) :]
-    sums = np.zeros((len(universe), dictionary.size))
-    counts = np.bincount(train_cell, minlength=len(universe)).astype(np.float64)
-    x = data.read(dataset, train_games).astype(np.float32)
-    total = np.zeros(dictionary.size)
-    for first, codes in encode_in_chunks(dictionary, x):
-        z = codes.double().numpy()
-        np.add.at(sums, train_cell[first : first + len(z)], z)
-        total += z.sum(0)
-    overall = total / len(x)
-    means = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], overall)
-    x = data.read(dataset, test_games).astype(np.float32)
-    sse = np.zeros(dictionary.size)
-    sz = np.zeros(dictionary.size)
-    szz = np.zeros(dictionary.size)
-    for first, codes in encode_in_chunks(dictionary, x):
-        z = codes.double().numpy()
-        sse += ((z - means[test_cell[first : first + len(z)]]) ** 2).sum(0)
-        sz += z.sum(0)
-        szz += (z**2).sum(0)
-    sst = szz - sz**2 / len(x)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sst > 1e-9, 1 - sse / sst, np.nan)
+    labels = [name for name in LABELS if name in data.labels]
+
+    def design(games):  # every label (undefined predictive ones are -1: a value of their own) and a constant
+        columns = [data.read(f"labels/{name}", games).astype(np.float64) for name in labels]
+        return np.column_stack([*columns, np.ones(len(columns[0]))])
+
+    x_train, x_test = data.read(dataset, train_games).astype(np.float32), data.read(dataset, test_games)
+    x_test = x_test.astype(np.float32)
+    found = {}
+    for kind in ("place", "control", "linear"):
+        if kind == "linear":
+            a_train, a_test = design(train_games), design(test_games)
+            scale = np.maximum(np.abs(a_train).max(0), 1e-9)
+            a_train, a_test = a_train / scale, a_test / scale
+            gram, cross = a_train.T @ a_train, np.zeros((a_train.shape[1], dictionary.size))
+            for first, codes in encode_in_chunks(dictionary, x_train):
+                cross += a_train[first : first + len(codes)].T @ codes.double().numpy()
+            coefficients = np.linalg.solve(gram + 1e-6 * np.eye(len(gram)), cross)
+            predict = lambda first, count: a_test[first : first + count] @ coefficients  # noqa: E731
+        else:
+            rng = np.random.default_rng(seed) if kind == "control" else None
+            ids = [cells(data, games, rng) for games in (train_games, test_games)]
+            universe, inverse = np.unique(np.concatenate(ids), return_inverse=True)
+            train_cell, test_cell = inverse[: len(ids[0])], inverse[len(ids[0]) :]
+            sums = np.zeros((len(universe), dictionary.size))
+            counts = np.bincount(train_cell, minlength=len(universe)).astype(np.float64)
+            for first, codes in encode_in_chunks(dictionary, x_train):
+                np.add.at(sums, train_cell[first : first + len(codes)], codes.double().numpy())
+            overall = sums.sum(0) / len(x_train)
+            means = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], overall)
+            predict = lambda first, count: means[test_cell[first : first + count]]  # noqa: E731
+        sse, sz, szz = np.zeros(dictionary.size), np.zeros(dictionary.size), np.zeros(dictionary.size)
+        for first, codes in encode_in_chunks(dictionary, x_test):
+            z = codes.double().numpy()
+            sse += ((z - predict(first, len(z))) ** 2).sum(0)
+            sz += z.sum(0)
+            szz += (z**2).sum(0)
+        sst = szz - sz**2 / len(x_test)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            found[kind] = np.where(sst > 1e-9, 1 - sse / sst, np.nan)
+    return found
 
 
 def main():
@@ -139,24 +151,23 @@ def main():
         dictionaries[name] = dictionary
         print("\n".join(describe(dictionary)), flush=True)
 
-    lines = [
-        "| dictionary | frames (train/test) | variance explained | dead | always on | action kept | move kept "
-        "| points, spliced - as is [95%] | live features matching a label | unmatched: median place R^2 "
-        "(share > 0.1; control) |",
-        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
+    kept = [
+        "| dictionary | frames (train / test) | variance explained | dead | always on | greedy action kept (with "
+        "the mean) | paddle move kept (with the mean) | points per game, spliced - as is [95%] |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    what = [
+        "| dictionary | live features | matching a label | matching none, firing on > 1% of frames | their place "
+        "R^2, median (control) | share > 0.1 | their R^2 on all labels, linear, median |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, d in dictionaries.items():
-        place_path = os.path.join(args.out, name, "place_r2.npz")
-        if not os.path.exists(place_path):
-            found = {
-                kind: place_r2(d, d.source["collect"], d.source["split_seed"], kind == "control")
-                for kind in ("place", "control")
-            }
-            np.savez(place_path, **found)
-        place, place_control = np.load(place_path)["place"], np.load(place_path)["control"]
-        alive = np.asarray(d.features["frequency"]) > 0
-        unmatched = alive & np.array([not text for text in d.features["matched"]])
-        unmatched_place, unmatched_control = place[unmatched], place_control[unmatched]
+        path = os.path.join(args.out, name, "explained.npz")
+        if not os.path.exists(path):
+            np.savez(path, **explained(d, d.source["collect"], d.source["split_seed"]))
+        found = np.load(path)
+        frequency = np.asarray(d.features["frequency"])
+        unmatched = np.array([not text for text in d.features["matched"]]) & (frequency > 0.01)
         m = d.metrics
         live = d.size - m["dead"]
         matched = sum(1 for text in d.features["matched"] if text)
@@ -166,13 +177,18 @@ def main():
             if "score_change" in m
             else "-"
         )
-        lines.append(
+        kept.append(
             f"| {name} | {d.source['train_frames']:,} / {d.source['test_frames']:,} | {m['fve']:.3f} | {m['dead']} "
             f"| {m['dense']} | {m['action_agreement']:.1%} ({m['mean_agreement']:.1%}) | {m['move_agreement']:.1%} "
-            f"({m['mean_move_agreement']:.1%}) | {points} | {matched} of {live} ({matched / max(live, 1):.0%}) "
-            f"| {np.nanmedian(unmatched_place):.2f} ({np.mean(unmatched_place > 0.1):.0%}; "
-            f"{np.nanmedian(unmatched_control):.2f}) |"
+            f"({m['mean_move_agreement']:.1%}) | {points} |"
         )
+        place, control, linear = (found[kind][unmatched] for kind in ("place", "control", "linear"))
+        what.append(
+            f"| {name} | {live:,} | {matched:,} ({matched / max(live, 1):.0%}) | {int(unmatched.sum()):,} "
+            f"| {np.nanmedian(place):.2f} ({np.nanmedian(control):.2f}) | {np.mean(place > 0.1):.0%} "
+            f"| {np.nanmedian(linear):.2f} |"
+        )
+    lines = kept + [""] + what
     with open(os.path.join(args.out, "summary.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
     print("\n".join(lines))
