@@ -186,7 +186,7 @@ def test_features_and_gallery_end_to_end(collected, tmp_path, capsys):
     out = str(tmp_path / "features")
     code, stdout, err = run(
         ["probe", "features", agent, "--probes", probes, "--size", "16", "--k", "4", "--epochs", "2"]
-        + ["--games", "1", "--out", out],
+        + ["--games", "1", "--allow-small-test", "--out", out],
         capsys,
     )
     assert code == 0, err
@@ -222,18 +222,22 @@ def small_dictionary(collected, tmp_path_factory):
 
     agent, _, probes = collected
     out = str(tmp_path_factory.mktemp("dictionary"))
-    write_results(learn_features(agent, probes, size=8, k=2, epochs=1, games=0), out)
+    write_results(learn_features(agent, probes, size=8, k=2, epochs=1, games=0, allow_small_test=True), out)
     return os.path.join(out, "dictionary.pt")
+
+
+ALLOW = "--allow-small-test"  # the test collect's split holds one test game
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--layer", "conv9"], "no layer 'conv9' to learn a dictionary of"),
-        (["--layer", "conv2"], "(layers stored whole in"),  # stored through the collect's projection
-        (["--size", "4096"], "needs 32,768 (8 per feature): collect about 41,000 frames"),
-        (["--size", "8", "--k", "9"], "--k (9) cannot exceed"),
-        (["--sticky-actions", "1"], "--sticky-actions must be in [0, 1)"),
+        (["--layer", "conv9", ALLOW], "no layer 'conv9' to learn a dictionary of"),
+        (["--layer", "conv2", ALLOW], "(layers stored whole in"),  # stored through the collect's projection
+        (["--size", "4096", ALLOW], "needs 32,768 (8 per feature): collect about 41,000 frames"),
+        (["--size", "8", "--k", "9", ALLOW], "--k (9) cannot exceed"),
+        (["--sticky-actions", "1", ALLOW], "--sticky-actions must be in [0, 1)"),
+        (["--size", "8", "--k", "2"], "under the floor of 1,000 frames in 2 games"),
     ],
 )
 def test_bad_features_input_is_one_line_and_writes_nothing(collected, tmp_path, capsys, args, message):

@@ -46,6 +46,12 @@ def add_features(steps) -> None:
         "--seed", type=integer, default=0, help="seed of the training and of the split into games (default 0)"
     )
     features.add_argument(
+        "--allow-small-test",
+        action="store_true",
+        help="learn even when the split's test games hold too few frames or games to judge on (refused otherwise, "
+        "saying how many frames to collect)",
+    )
+    features.add_argument(
         "--out",
         metavar="FOLDER",
         help="where to write dictionary.pt, features.csv and features.md (default DIR/features/L)",
@@ -194,6 +200,7 @@ def cmd_features(args, progress) -> int:
             args.seed,
             args.sticky_actions,
             bar.update,
+            args.allow_small_test,
         )
     paths = write_results(dictionary, out)
     print("\n".join(describe(dictionary)))

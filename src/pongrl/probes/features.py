@@ -70,13 +70,15 @@ def learn_features(
     seed: int = 0,
     sticky_actions: float = 0.0,
     progress=None,
+    allow_small_test: bool = False,
 ) -> Dictionary:
     """Learn a dictionary of `size` features (k firing per frame) of `agent`'s `layer` on the collect in
     `collect_dir`, and judge it (module docstring); `games` paired games per condition (0: none). Everything is
-    checked before training. `progress(1)` after each training batch."""
+    checked before training; a split whose test games are too few to judge on is refused as `probe fit` refuses
+    it, unless `allow_small_test`. `progress(1)` after each training batch."""
     from pongrl.agent import as_agent
     from pongrl.probes.directions import _collect_index
-    from pongrl.probes.fit import TEST_FRACTION, ProbeData, split_games
+    from pongrl.probes.fit import TEST_FRACTION, ProbeData, is_small_test, refuse_small_test, split_games
 
     agent = as_agent(agent)
     for name, value, low in (("--size", size, 1), ("--k", k, 1), ("--epochs", epochs, 1), ("--games", games, 0)):
@@ -96,6 +98,9 @@ def learn_features(
         )
     train_games, test_games = split_games(data.frames_of, seed)
     train_frames = sum(data.frames_of[game] for game in train_games)
+    test_frames = sum(data.frames_of[game] for game in test_games)
+    if is_small_test(test_frames, len(test_games)) and not allow_small_test:
+        refuse_small_test(data, test_games)
     if train_frames < frames_needed(size):
         enough = -(-int(frames_needed(size) / (1 - TEST_FRACTION)) // 1000) * 1000
         raise PongrlError(
@@ -121,7 +126,7 @@ def learn_features(
             "split_seed": seed,
             "train_frames": train_frames,
             "train_games": len(train_games),
-            "test_frames": sum(data.frames_of[game] for game in test_games),
+            "test_frames": test_frames,
             "test_games": len(test_games),
             "epochs": epochs,
             "losses": losses,
