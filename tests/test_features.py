@@ -341,3 +341,14 @@ def test_aim_plays_paired_games_and_refuses_a_label_that_is_not_the_opponents(co
     assert "unperturbed:" in stdout
     with pytest.raises(PongrlError, match="the opponent's"):
         aim(agent, probes, label="ball_y", games=1)
+
+
+def test_a_collect_of_other_weights_under_the_same_name_is_refused(collected):
+    from pongrl.agent import load_agent
+    from pongrl.probes.features import learn_features
+
+    _, other, probes = collected
+    impostor = load_agent(other)
+    impostor.name = "dqn.safetensors"  # the collect's name for its agent (as when a zoo name gets new weights)
+    with pytest.raises(PongrlError, match="recorded the activations of"):
+        learn_features(impostor, probes, size=8, k=2, epochs=1, games=0, allow_small_test=True)

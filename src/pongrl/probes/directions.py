@@ -63,6 +63,19 @@ def _collect_index(data, agent) -> int:
     )
 
 
+def check_collected_weights(data, index: int, agent) -> None:
+    """Refuse an agent whose weights file is not the one the collect recorded under its name: the activations are
+    another network's."""
+    from pongrl.zoo import file_sha256
+
+    recorded = data.settings["agents"][index].get("sha256")
+    if recorded and agent.path and os.path.isfile(agent.path) and file_sha256(agent.path) != recorded:
+        raise PongrlError(
+            f"{data.out_dir}: recorded the activations of {data.settings['agents'][index]['name']} from weights "
+            f"SHA-256 {recorded[:12]}, not those of {agent.name} ({file_sha256(agent.path)[:12]}): collect this agent"
+        )
+
+
 def fit_direction(
     collect_dir: str, agent, layer: str, label: str, seed: int = 0, held: tuple[str, ...] = ()
 ) -> Direction:

@@ -77,7 +77,7 @@ def learn_features(
     checked before training; a split whose test games are too few to judge on is refused as `probe fit` refuses
     it, unless `allow_small_test`. `progress(1)` after each training batch."""
     from pongrl.agent import as_agent
-    from pongrl.probes.directions import _collect_index
+    from pongrl.probes.directions import _collect_index, check_collected_weights
     from pongrl.probes.fit import TEST_FRACTION, ProbeData, is_small_test, refuse_small_test, split_games
 
     agent = as_agent(agent)
@@ -90,6 +90,7 @@ def learn_features(
         raise PongrlError(f"--sticky-actions must be in [0, 1), got {sticky_actions}")
     data = ProbeData(collect_dir)
     index = _collect_index(data, agent)
+    check_collected_weights(data, index, agent)
     available = dictionary_layers(agent, data, index)
     if layer not in available:
         raise PongrlError(
