@@ -18,7 +18,7 @@ import multi_agent_ale_py
 
 from pongrl.envs.two_player import LEFT, RIGHT, TwoPlayerGames
 from pongrl.envs.single import PongGame
-from pongrl.league import fit_ratings
+from pongrl.league.ratings import fit_ratings
 from pongrl.nets import ActorCritic
 
 # Atari Pong RAM: byte 51 is the right paddle's height, byte 50 the left one's.
@@ -394,7 +394,7 @@ def test_corrupt_and_incompatible_files_are_refused(tmp_path, capsys):
 
 
 def test_ratings_table_scores_each_player_from_its_own_side():
-    from pongrl.league import Entrant, ratings_table
+    from pongrl.league.ratings import Entrant, ratings_table
 
     def game(first_points, second_points):
         return {
@@ -601,7 +601,7 @@ def test_match_game_is_the_self_play_game_in_either_variation(mode):
 
 
 def test_the_two_player_variation_changes_the_game_and_its_league_key():
-    from pongrl.league import match_key
+    from pongrl.league.ratings import match_key
 
     def points(mode):
         game = TwoPlayerGames(1, mode=mode, autoreset=False)

@@ -122,8 +122,11 @@ def test_the_pages_outside_the_site_link_to_files_that_exist():
     ]
 
 
-# Words of how pongrl was developed: numbered work sessions, rounds and issues. Users meet dates and versions.
-PROCESS_WORDS = re.compile(r"(?:\b|_)(?:sessions?|rounds?|issues?)[ _-]?#?\d+|\bthe issue's\b", re.IGNORECASE)
+# Words of how pongrl was developed: numbered work sessions, review rounds and issues. Users meet dates and versions
+# (and a league's rounds, which are its own: `pongrl train league`).
+PROCESS_WORDS = re.compile(
+    r"(?:\b|_)(?:sessions?|issues?|review rounds?)[ _-]?#?\d+|\bthe issue's\b", re.IGNORECASE
+)
 
 
 def _user_facing_texts():
@@ -154,7 +157,9 @@ def test_nothing_a_user_reads_speaks_of_how_pongrl_was_developed():
 def test_the_process_words_check_catches_them():
     assert PROCESS_WORDS.search("resumed over sessions 27-31") and PROCESS_WORDS.search("(session 25)")
     assert PROCESS_WORDS.search("the target of issue 39") and PROCESS_WORDS.search("learning_ppo_seed1_session25.png")
+    assert PROCESS_WORDS.search("mended in review round 2")
     assert not PROCESS_WORDS.search("three interleaved rounds of 10 s, 2026-12-03, version 0.2.0")
+    assert not PROCESS_WORDS.search("the league's round 3: its main exploiter")
 
 
 # The dated logs of how the results came about (the "History" section of the site). Every other page states where

@@ -15,7 +15,7 @@ from pongrl.agent import load_agent, save_safetensors_agent
 from pongrl.arena import load_player
 from pongrl.errors import PongrlError
 from pongrl.evaluation import evaluate_every_start, play_games
-from pongrl.league import collect_entrants
+from pongrl.league.ratings import collect_entrants
 from pongrl.nets import ActorCritic, QNetwork
 
 from cli_helpers import run as run_cli

@@ -9,6 +9,8 @@ The library in a few names (see docs/api.md; the CLI is a thin shell over them):
 - `train(algo, run_dir, ...)` -> `Run`: metrics, checkpoints, `resume`, `branch`, `agent`.
 - `evaluate(agent, ...)` and `evaluate_protocols(agent)` against the built-in AI; `duel(first, second)`;
   `run_league(inputs)` (ratings of many agents); `record_video(first, second, out)`.
+- `train_league(league_dir, **settings)` and `resume_league(league_dir)`: a league that trains itself (a main agent,
+  exploiters, prioritized matchmaking; `LeagueSettings` lists its settings), `league_status(league_dir)`;
 - `exploit(agent, run_dir, steps)` -> `Run`: a PPO best response trained against a frozen agent;
   `exploitability(run)`: the points it wins per game at a budget of agent steps.
 - `collect_probes(agents, frames, out_dir)` and `fit_probes(out_dir)`: what every layer knows;
@@ -46,7 +48,11 @@ _EXPORTS = {
     "evaluate": ("pongrl.evaluation", "evaluate"),
     "evaluate_protocols": ("pongrl.evaluation", "evaluate_protocols"),
     "duel": ("pongrl.arena", "duel"),
-    "run_league": ("pongrl.league", "run_league"),
+    "run_league": ("pongrl.league.ratings", "run_league"),
+    "LeagueSettings": ("pongrl.league.settings", "LeagueSettings"),
+    "train_league": ("pongrl.league.driver", "train_league"),
+    "resume_league": ("pongrl.league.driver", "resume_league"),
+    "league_status": ("pongrl.league.tables", "status"),
     "exploit": ("pongrl.exploiters", "exploit"),
     "exploitability": ("pongrl.exploiters", "exploitability"),
     "record_video": ("pongrl.media", "record_video"),

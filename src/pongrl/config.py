@@ -11,6 +11,7 @@ live here once, so that a reader sees the whole experiment surface in one file.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, fields
 from typing import Any
@@ -220,6 +221,7 @@ class PPOConfig:
     scripted_opponents: str = "all"
     agent_fraction: float = 0.0
     opponent_agents: str = ""
+    opponent_weights: str = ""
     pool_size: int = 8
     pool_every: int = 200_000
     pool_play: str = "sample"
@@ -271,6 +273,8 @@ FIELD_HELP.update(
         "greedy (0 = none)",
         "opponent_agents": "self-play: the frozen opponents, comma-separated agents of any observation profile "
         "(zoo:NAME, checkpoints, runs, exploiters)",
+        "opponent_weights": "self-play: how often each agent of --opponent-agents is drawn, comma-separated "
+        "non-negative weights in the same order (empty = all equally; a league's matchmaking sets them)",
         "init": "start from this agent's weights (zoo:NAME, a run, a checkpoint, hf://...) with a fresh optimizer and "
         "counters; the same algorithm, network and observation profile (empty = random weights)",
         "pool_size": "self-play: how many past snapshots the opponent pool keeps (the newest)",
@@ -500,6 +504,8 @@ def validate(config) -> None:
         if config.scripted_fraction and config.env == "reference":
             # a scripted paddle's serves are pressed for it, which PettingZoo's env has no way to do
             raise PongrlError("--scripted-fraction needs --env fast")
+        if config.opponent_weights.strip():
+            opponent_weights(config)
         if config.agent_fraction and not config.opponent_agents.strip():
             raise PongrlError("--agent-fraction needs --opponent-agents (the agents that play those games)")
         if (learners * config.num_steps) % config.num_minibatches:
@@ -507,6 +513,24 @@ def validate(config) -> None:
                 "--num-minibatches must divide the learned steps of a rollout "
                 "(--num-envs x --num-steps, less the pool opponents' steps)"
             )
+
+
+def opponent_weights(config) -> list[float] | None:
+    """The draw probabilities of --opponent-agents from --opponent-weights (None: all equally likely)."""
+    if not config.opponent_weights.strip():
+        return None
+    agents = [spec for spec in config.opponent_agents.split(",") if spec.strip()]
+    try:
+        weights = [float(value) for value in config.opponent_weights.split(",")]
+    except ValueError:
+        raise PongrlError(
+            f"--opponent-weights must be comma-separated numbers, got {config.opponent_weights!r}"
+        ) from None
+    if len(weights) != len(agents):
+        raise PongrlError(f"--opponent-weights gives {len(weights)} weights for {len(agents)} --opponent-agents")
+    if not all(math.isfinite(weight) and weight >= 0 for weight in weights) or sum(weights) <= 0:
+        raise PongrlError("--opponent-weights must be non-negative numbers, not all zero")
+    return [weight / sum(weights) for weight in weights]
 
 
 def pool_game_count(fraction: float, num_games: int) -> int:

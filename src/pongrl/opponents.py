@@ -179,17 +179,24 @@ class ScriptedOpponents(OpponentGames):
 
 class AgentOpponents(OpponentGames):
     """Frozen agents (pongrl.agent.Agent) in `count` games from `first_game`, greedy, each game's drawn from
-    `agents`. An agent of the self-play card's view sees the env's observations; one of another profile (zoo:dqn's
-    and zoo:ppo's "standard") sees that profile's view of its side, which the env keeps for it (`views`,
-    `attach`). Their weights' digests are saved, so that a resume that would meet other weights under the same
+    `agents` (with probabilities `weights`, or uniformly). An agent of the self-play card's view sees the env's
+    observations; one of another profile (zoo:dqn's and zoo:ppo's "standard") sees that profile's view of its side,
+    which the env keeps for it (`views`, `attach`). Their weights' digests are saved, so that a resume that would meet other weights under the same
     names is refused."""
 
     kind, assisted = "agents", True
 
-    def __init__(self, agents: list, first_game: int, count: int, seed: int):
+    def __init__(self, agents: list, first_game: int, count: int, seed: int, weights: list[float] | None = None):
         super().__init__(first_game, count, len(agents), np.random.default_rng(derived_seed(seed, 43)))
         self.agents = agents
+        self.weights = weights  # draw probabilities (a league's matchmaking); None: uniform
         self.digests = [weights_digest(agent.state_dict()) for agent in agents]
+
+    def games_ended(self, game_ended: np.ndarray) -> None:
+        if self.weights is None:
+            return super().games_ended(game_ended)
+        for game in np.flatnonzero(game_ended[self.first_game : self.first_game + self.count]):
+            self.opponent[game] = self.rng.choice(self.choices, p=self.weights)
 
     def views(self) -> tuple[str, ...]:
         """The observation profiles besides the card's view that these agents see."""

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from pongrl.checkpoint import save_checkpoint
-from pongrl.config import pool_game_count
+from pongrl.config import opponent_weights, pool_game_count
 from pongrl.distributed import World, init_world, split_envs
 from pongrl.envs.builtin_mix import builtin_game_entries
 from pongrl.errors import PongrlError
@@ -274,7 +274,9 @@ class PPOState(LearnerState):
             self.scripted_opponents = ScriptedOpponents(names, pool_games, scripted_games, config.seed)
         if agent_games:
             agents = load_opponent_agents(config)
-            self.agent_opponents = AgentOpponents(agents, pool_games + scripted_games, agent_games, config.seed)
+            self.agent_opponents = AgentOpponents(
+                agents, pool_games + scripted_games, agent_games, config.seed, opponent_weights(config)
+            )
 
     def opponents(self) -> list:
         """The kinds of opponent games this run plays, in the env's order."""

@@ -16,7 +16,7 @@ import os
 import sys
 
 from pongrl._version import __version__
-from pongrl.cli import agents, games, opponents, probe, training
+from pongrl.cli import agents, games, league, opponents, probe, training
 from pongrl.cli.common import Parser
 from pongrl.errors import CheckpointWriteError, PongrlError
 
@@ -28,6 +28,7 @@ PARSERS = (
     games.add_eval,
     games.add_duel,
     games.add_league,
+    league.add_status,
     opponents.add_robustness,
     opponents.add_exploit,
     agents.add_card,
@@ -49,6 +50,7 @@ COMMANDS = {
     "eval": games.cmd_eval,
     "duel": games.cmd_duel,
     "league": games.cmd_league,
+    "status": league.cmd_status,
     "robustness": opponents.cmd_robustness,
     "exploit": opponents.cmd_exploit,
     "export": agents.cmd_export,

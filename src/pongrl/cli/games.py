@@ -405,7 +405,7 @@ def _play_duel(args, first_spec: str, second_spec: str, games: int, max_frames: 
 
 
 def cmd_league(args) -> int:
-    from pongrl.league import run_league
+    from pongrl.league.ratings import run_league
 
     result = run_league(
         args.inputs,

@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 
 from pongrl import config as config_module
+from pongrl.cli import league
 from pongrl.cli.common import Parser, finite_float, integer, positive_int
 
 RESUME_FLAGS, BRANCH_FLAGS = config_module.RESUME_SETTINGS, config_module.BRANCH_SETTINGS
@@ -48,7 +49,7 @@ def add_config_flags(
 
 
 def add_train(commands) -> None:
-    train = commands.add_parser("train", help="train an agent (dqn, ppo, selfplay)")
+    train = commands.add_parser("train", help="train an agent (dqn, ppo, selfplay) or a league")
     algos = train.add_subparsers(dest="algo", metavar="ALGO", parser_class=Parser)
     algos.required = True
     dqn = algos.add_parser("dqn", help="DQN against the built-in AI")
@@ -76,6 +77,7 @@ def add_train(commands) -> None:
             "PPO self-play on pong_v3; a preset name, not the random seed of --seed) (default: default)",
         )
         add_config_flags(sub, config_module.PPOConfig, presets)
+    league.add_league_train(algos)
 
 
 def add_new_run_flags(parser: argparse.ArgumentParser, default_dir: str, presets: dict, preset_help: str) -> None:
@@ -93,12 +95,13 @@ def _add_steps(parser: argparse.ArgumentParser) -> None:
 
 
 def add_resume(commands) -> None:
-    resume = commands.add_parser("resume", help="continue a run from its latest checkpoint")
-    resume.add_argument("run_dir", metavar="RUN")
+    resume = commands.add_parser("resume", help="continue a run from its latest checkpoint, or a league")
+    resume.add_argument("run_dir", metavar="RUN", help="a run directory, or a league directory")
     _add_steps(resume)
     resume.add_argument("--checkpoint", help="resume from this checkpoint of the run instead of the latest")
     # The settings a resume may change (where it runs, how it reports); the others define the experiment.
     add_config_flags(resume, config_module.DQNConfig, {}, only=RESUME_FLAGS)
+    league.add_executor_flags(resume)  # a league's
 
 
 def add_branch(commands) -> None:
@@ -123,6 +126,8 @@ def add_plot(commands) -> None:
 def cmd_train(args) -> int:
     from pongrl import training
 
+    if args.algo == "league":
+        return league.cmd_train_league(args)
     cls, _ = config_module.CONFIG_CLASSES[args.algo]
     overrides = {
         f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls) if f.name not in ("algo", "preset")
@@ -141,6 +146,14 @@ def cmd_train(args) -> int:
 
 def cmd_resume(args) -> int:
     from pongrl import training
+    from pongrl.league.settings import is_league
+
+    if is_league(args.run_dir):
+        return league.cmd_resume_league(args)
+    if args.workers or args.ray:
+        from pongrl.league.settings import load
+
+        load(args.run_dir)  # a run resumes in one process: these flags are a league's
 
     run = training.Run(args.run_dir).resume(
         args.extra_steps,
@@ -170,7 +183,10 @@ def cmd_branch(args) -> int:
 
 
 def cmd_plot(args) -> int:
+    from pongrl.league.settings import is_league
     from pongrl.media import plot
 
+    if len(args.runs) == 1 and is_league(args.runs[0]):
+        return league.cmd_plot_league(args.runs[0])
     print("\n".join(plot(args.runs, args.out)))
     return 0
