@@ -181,8 +181,8 @@ class AgentOpponents(OpponentGames):
     """Frozen agents (pongrl.agent.Agent) in `count` games from `first_game`, greedy, each game's drawn from
     `agents` (with probabilities `weights`, or uniformly). An agent of the self-play card's view sees the env's
     observations; one of another profile (zoo:dqn's and zoo:ppo's "standard") sees that profile's view of its side,
-    which the env keeps for it (`views`, `attach`). Their weights' digests are saved, so that a resume that would meet other weights under the same
-    names is refused."""
+    which the env keeps for it (`views`, `attach`). Their weights' digests are saved, so that a resume that would
+    meet other weights under the same names is refused."""
 
     kind, assisted = "agents", True
 
