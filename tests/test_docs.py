@@ -124,9 +124,7 @@ def test_the_pages_outside_the_site_link_to_files_that_exist():
 
 # Words of how pongrl was developed: numbered work sessions, review rounds and issues. Users meet dates and versions
 # (and a league's rounds, which are its own: `pongrl train league`).
-PROCESS_WORDS = re.compile(
-    r"(?:\b|_)(?:sessions?|issues?|review rounds?)[ _-]?#?\d+|\bthe issue's\b", re.IGNORECASE
-)
+PROCESS_WORDS = re.compile(r"(?:\b|_)(?:sessions?|issues?|review rounds?)[ _-]?#?\d+|\bthe issue's\b", re.IGNORECASE)
 
 
 def _user_facing_texts():
