@@ -217,8 +217,9 @@ def plot_intervene(steered: list[dict], path: str) -> None:
 
 
 def plot_feature_matches(dictionaries: dict, path: str) -> str:
-    """features.png: per dictionary (by name), how many of its live features match each label (`probe
-    features`'s matching) and how many match none; a feature matching two labels counts under both."""
+    """features.png: per dictionary (by name), how many of its live features match each label (`probe features`'s
+    matching; a feature matching two labels counts under both), the live features and those matching none in the
+    legend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -228,24 +229,22 @@ def plot_feature_matches(dictionaries: dict, path: str) -> str:
 
     labels = list(dict.fromkeys(name for d in dictionaries.values() for name in d.metrics["labels"]))
     labels = [name for name in labels if any(d.metrics["labels"][name]["features"] for d in dictionaries.values())]
-    columns = [*labels, "no label"]
-    figure, axis = plt.subplots(figsize=(max(8, 0.55 * len(columns) * len(dictionaries) ** 0.5 + 4), 4.6))
+    figure, axis = plt.subplots(figsize=(12, 4.8))
     width = 0.8 / max(1, len(dictionaries))
     for number, (name, dictionary) in enumerate(dictionaries.items()):
         live = dictionary.size - dictionary.metrics["dead"]
-        unmatched = sum(
-            1
-            for frequency, matched in zip(dictionary.features["frequency"], dictionary.features["matched"])
-            if frequency > 0 and not matched
-        )
-        counts = [dictionary.metrics["labels"].get(label, {}).get("features", 0) for label in labels] + [unmatched]
-        positions = np.arange(len(columns)) + (number - (len(dictionaries) - 1) / 2) * width
-        axis.bar(positions, np.array(counts) / max(live, 1), width, label=f"{name} ({live:,} live)")
-    axis.set_xticks(np.arange(len(columns)), columns, rotation=40, ha="right")
-    axis.set_ylabel("share of live features")
-    axis.set_title("features matching each label (R^2 above its shuffled-label control and 0.1)")
+        matched = sum(1 for text in dictionary.features["matched"] if text)
+        counts = [dictionary.metrics["labels"].get(label, {}).get("features", 0) for label in labels]
+        positions = np.arange(len(labels)) + (number - (len(dictionaries) - 1) / 2) * width
+        axis.bar(positions, counts, width, label=f"{name}: {matched:,} of {live:,} live features match a label")
+    axis.set_xticks(np.arange(len(labels)), labels, rotation=35, ha="right")
+    axis.set_ylabel("features matching the label")
+    axis.set_title(
+        f"{dictionaries and next(iter(dictionaries.values())).layer} features matching each label "
+        "(test R^2 above 0.1 and every feature's on shifted labels)"
+    )
     axis.grid(axis="y", alpha=0.3)
-    axis.legend(fontsize=7)
+    axis.legend(fontsize=8)
     figure.tight_layout()
     atomic_write_file(path, lambda temp_path: figure.savefig(temp_path, dpi=100, format="png"))
     plt.close(figure)
