@@ -352,3 +352,11 @@ def test_a_collect_of_other_weights_under_the_same_name_is_refused(collected):
     impostor.name = "dqn.safetensors"  # the collect's name for its agent (as when a zoo name gets new weights)
     with pytest.raises(PongrlError, match="recorded the activations of"):
         learn_features(impostor, probes, size=8, k=2, epochs=1, games=0, allow_small_test=True)
+
+
+def test_the_chart_of_matches_draws_every_dictionary(small_dictionary, tmp_path):
+    from pongrl.probes.charts import plot_feature_matches
+
+    dictionary = load_dictionary(small_dictionary)
+    path = plot_feature_matches({"one": dictionary, "two": dictionary}, str(tmp_path / "features.png"))
+    assert os.path.getsize(path) > 5000 and os.listdir(tmp_path) == ["features.png"]
