@@ -360,3 +360,19 @@ def test_the_chart_of_matches_draws_every_dictionary(small_dictionary, tmp_path)
     dictionary = load_dictionary(small_dictionary)
     path = plot_feature_matches({"one": dictionary, "two": dictionary}, str(tmp_path / "features.png"))
     assert os.path.getsize(path) > 5000 and os.listdir(tmp_path) == ["features.png"]
+
+
+def test_the_left_paddles_byte_does_not_hold_an_edit_in_the_two_player_game_either():
+    # Why `probe aim` moves the opponent inside the network and not in the emulator: the byte is rewritten.
+    from pongrl.envs.two_player import TwoPlayerGames
+    from pongrl.game import RAM_LEFT_PADDLE_Y
+
+    game = TwoPlayerGames(1, autoreset=False, profiles=("standard",), serve_assist=True)
+    game.reset()
+    for _ in range(30):
+        game.play_step(np.array([[0, 0]]))
+    before = int(game.ram(0)[RAM_LEFT_PADDLE_Y])
+    game.ales[0].setRAM(RAM_LEFT_PADDLE_Y, before - 30)
+    game.play_step(np.array([[0, 0]]))  # neither player moves
+    assert int(game.ram(0)[RAM_LEFT_PADDLE_Y]) == before
+    game.close()
