@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import time
 
 import numpy as np
@@ -226,6 +227,9 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
         return "waiting"
     info = read_json(running)
     elapsed = time.time() - info["started"]
+    if info["host"] == socket.gethostname() and not os.path.exists(f"/proc/{info['pid']}"):
+        step = _last_step(os.path.join(folder, "run")) if job["kind"] == "train" else 0
+        return f"stopped{f' at step {step:,}' if step else ''}; goes on from where it stopped when its turn comes"
     if job["kind"] == "train":
         step = _last_step(os.path.join(folder, "run"))
         if step:
