@@ -95,7 +95,9 @@ def train_member(league_dir: str, folder: str, spec: dict) -> dict:
     agent = load_agent(run.latest_checkpoint)
     weights = agent.state_dict()
     path = os.path.join(league_dir, schedule.member_file(spec["member"]))
-    save_safetensors_agent(path, weights, "selfplay", run.step, "seed")
+    # A member's agent steps count from its first weights: a main's include every round before.
+    before = load_agent(schedule.resolve(league_dir, spec["init"])).env_step if spec.get("init") else 0
+    save_safetensors_agent(path, weights, "selfplay", before + run.step, "seed")
     result = {
         "member": spec["member"],
         "role": spec["role"],
