@@ -229,7 +229,7 @@ def plot_feature_matches(dictionaries: dict, path: str) -> str:
 
     labels = list(dict.fromkeys(name for d in dictionaries.values() for name in d.metrics["labels"]))
     labels = [name for name in labels if any(d.metrics["labels"][name]["features"] for d in dictionaries.values())]
-    figure, axis = plt.subplots(figsize=(12, 4.8))
+    figure, axis = plt.subplots(figsize=(15, 4.8))
     width = 0.8 / max(1, len(dictionaries))
     for number, (name, dictionary) in enumerate(dictionaries.items()):
         live = dictionary.size - dictionary.metrics["dead"]
@@ -244,7 +244,7 @@ def plot_feature_matches(dictionaries: dict, path: str) -> str:
         "(test R^2 above 0.1 and every feature's on shifted labels)"
     )
     axis.grid(axis="y", alpha=0.3)
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over them
     figure.tight_layout()
     atomic_write_file(path, lambda temp_path: figure.savefig(temp_path, dpi=100, format="png"))
     plt.close(figure)
