@@ -192,9 +192,8 @@ def drive(
             if rounds_done == started:
                 if started > settings.rounds:
                     tables.write_tables(league_dir)
-                    say(
-                        f"league complete: {settings.rounds} round{'s' if settings.rounds != 1 else ''}; tables in {league_dir}"
-                    )
+                    plural = "s" if settings.rounds != 1 else ""
+                    say(f"league complete: {settings.rounds} round{plural}; tables in {league_dir}")
                     return rounds_done
                 if rounds_done:
                     tables.write_tables(league_dir)

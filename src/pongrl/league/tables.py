@@ -231,8 +231,14 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
     info = read_json(running)
     elapsed = time.time() - info["started"]
     if info["host"] == socket.gethostname() and not os.path.exists(f"/proc/{info['pid']}"):
-        step = _last_step(os.path.join(folder, "run")) if job["kind"] == "train" else 0
-        return f"stopped{f' at step {step:,}' if step else ''}; goes on from where it stopped when its turn comes"
+        if job["kind"] != "train":
+            return "stopped; plays the opponents it had not finished when its turn comes"
+        saved = _last_checkpoint(os.path.join(folder, "run"))
+        return (
+            f"stopped; goes on from its checkpoint at step {saved:,} when its turn comes"
+            if saved
+            else "stopped before its first checkpoint; starts again when its turn comes"
+        )
     if job["kind"] == "train":
         step = _last_step(os.path.join(folder, "run"))
         if step:
@@ -244,6 +250,13 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
         units = len(job["against"]) + len(job["battery"]) + (1 if job["builtin_games"] else 0)
         return f"{played} of {units} opponents played ({elapsed / 60:.0f} min)"
     return f"started {elapsed / 60:.0f} min ago on {info['host']} (pid {info['pid']})"
+
+
+def _last_checkpoint(run_dir: str) -> int:
+    from pongrl.checkpoint import checkpoints_folder, read_latest
+
+    latest = read_latest(checkpoints_folder(run_dir)) if os.path.isdir(run_dir) else None
+    return int(latest.removeprefix("step_")) if latest else 0
 
 
 def _last_step(run_dir: str) -> int:
