@@ -263,6 +263,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+# The test's cluster and driver agree on no token authentication: `ray start` turns it on whenever a token lies in
+# ~/.ray (a local ray.init() leaves one), and the test must not depend on what earlier use of Ray left there.
+RAY_ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+
+
 @pytest.fixture
 def ray_cluster():
     """A local Ray cluster of 2 CPUs, started for the test with Ray's own command line (`ray start --head --block`,
@@ -291,7 +296,7 @@ def ray_cluster():
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
-        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        env=RAY_ENV,
     )
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -332,12 +337,16 @@ def test_a_league_on_a_ray_cluster_redoes_a_job_whose_worker_was_killed(tmp_path
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=RAY_ENV,
     )
     running = league / "jobs" / "r001-main" / "running.json"
-    deadline = time.time() + 240
-    while time.time() < deadline and not running.exists():
+    deadline = time.time() + 600
+    while time.time() < deadline and not running.exists() and driver.poll() is None:
         time.sleep(0.2)
-    assert running.exists(), "the main's training never started on the cluster"
+    if not running.exists():
+        driver.kill()
+        out, err = driver.communicate()
+        pytest.fail(f"the main's training never started on the cluster: {out[-1000:]} {err[-2000:]}")
     time.sleep(2)
     os.kill(json.load(open(running))["pid"], signal.SIGKILL)  # the Ray worker running the job
     out, err = driver.communicate(timeout=400)
