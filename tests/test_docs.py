@@ -302,3 +302,58 @@ def test_the_built_site_renders_right(built_site):
     assert "<code>hold-down</code>" in item and item.index("<ul>") < item.index("</li>"), item[:300]
     # Wide tables scroll and long code lines wrap (docs/assets/extra.css).
     assert (built_site / "assets" / "extra.css").is_file()
+
+
+# What a reader cannot see whole: an element of the page's text that reaches past the window's right edge with no
+# scrolling box around it, or a box that hides what it holds.
+HIDDEN_IN_THE_BROWSER = """
+const article = document.querySelector('article.md-content__inner');
+if (!article) return ['no article on the page'];
+const right = document.documentElement.clientWidth;
+const scrolls = element => ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
+const hidden = [];
+for (const element of article.querySelectorAll('*')) {
+  const box = element.getBoundingClientRect();
+  if (!box.width || getComputedStyle(element).visibility === 'hidden') continue;
+  const what = element.tagName.toLowerCase() + ' ' + JSON.stringify((element.textContent || '').trim().slice(0, 50));
+  let scrolled = false;
+  for (let up = element.parentElement; up && up !== article && !scrolled; up = up.parentElement) scrolled = scrolls(up);
+  const reach = scrolls(element) ? box.right : Math.max(box.right, box.left + element.scrollWidth);
+  if (!scrolled && reach > right + 1) hidden.push('past the window: ' + what);
+  const clips = ['hidden', 'clip'].includes(getComputedStyle(element).overflowX);
+  if (clips && element.scrollWidth > element.clientWidth + 1) hidden.push('cut off: ' + what);
+}
+return hidden;
+"""
+
+
+def hidden_on(browser, page, tries=5):
+    """What HIDDEN_IN_THE_BROWSER finds on `page` once it has loaded (a load can return before the page is there)."""
+    import time
+
+    browser.get(page.as_uri())
+    for _ in range(tries):
+        found = browser.execute_script(HIDDEN_IN_THE_BROWSER)
+        if found != ["no article on the page"]:
+            return found
+        time.sleep(0.5)
+    return found
+
+
+def test_a_browser_shows_every_page_whole_on_a_desktop_and_a_phone(built_site, browser, tmp_path):
+    wide = "pongrl train selfplay " + "--flag value " * 40
+    faulty = tmp_path / "faulty.html"
+    faulty.write_text(
+        f'<article class="md-content__inner"><pre style="white-space: pre">{wide}</pre>'
+        f'<div style="overflow: hidden; width: 200px"><code style="white-space: pre">{wide}</code></div></article>'
+    )
+    pages = [page for page in sorted(built_site.rglob("*.html")) if page.name == "index.html"]
+    assert len(pages) > 30
+    for width in (1280, 400):
+        browser.set_window_size(width, 900)
+        found = hidden_on(browser, faulty)
+        assert any(f.startswith("past the window: pre") for f in found) and any(f.startswith("cut off") for f in found)
+        hidden = [
+            (width, str(page.relative_to(built_site)), what) for page in pages for what in hidden_on(browser, page)
+        ]
+        assert not hidden, hidden[:10]

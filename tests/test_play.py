@@ -2,8 +2,6 @@
 
 import asyncio
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -13,10 +11,6 @@ import urllib.request
 import pytest
 
 from pongrl import zoo
-
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-# CI installs the browser and sets this, so that a missing browser fails there instead of skipping.
-BROWSER_REQUIRED = os.environ.get("PONGRL_REQUIRE_BROWSER") == "1"
 
 
 class Server:
@@ -61,35 +55,6 @@ def wait_for(condition, seconds: float, what: str):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def browser(tmp_path):
-    if not (CHROMIUM and CHROMEDRIVER):
-        if BROWSER_REQUIRED:
-            pytest.fail("chromium and chromedriver are required here (apt-get install chromium chromium-driver)")
-        pytest.skip("no chromium/chromedriver on this machine (apt-get install chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-quic",
-        f"--user-data-dir={tmp_path / 'chromium'}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
 
 
 def test_a_person_plays_an_agent_in_the_browser(browser):

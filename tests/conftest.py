@@ -1,0 +1,39 @@
+"""What several test files share: a real browser (Debian's headless Chromium through Selenium)."""
+
+import os
+import shutil
+
+import pytest
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+# CI installs the browser and sets this, so that a missing browser fails there instead of skipping.
+BROWSER_REQUIRED = os.environ.get("PONGRL_REQUIRE_BROWSER") == "1"
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not (CHROMIUM and CHROMEDRIVER):
+        if BROWSER_REQUIRED:
+            pytest.fail("chromium and chromedriver are required here (apt-get install chromium chromium-driver)")
+        pytest.skip("no chromium/chromedriver on this machine (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
