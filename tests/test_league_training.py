@@ -84,10 +84,14 @@ def check_complete(league_dir, rounds: int) -> None:
     assert os.path.exists(os.path.join(league_dir, "plots", "rounds.png"))
 
 
-def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys):
+def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys, monkeypatch):
     league = tmp_path / "league"
-    code, out, err = run(["train", "league", str(league), *tiny_flags(tmp_path, rounds=2), "--workers", "2"], capsys)
+    flags = tiny_flags(tmp_path, rounds=2)
+    monkeypatch.chdir(tmp_path)  # --init as a path relative to where the command runs, not to the league
+    flags[flags.index("--init") + 1] = "init.safetensors"
+    code, out, err = run(["train", "league", "league", *flags, "--workers", "2"], capsys)
     assert code == 0, err
+    assert json.load(open(league / "league.json"))["settings"]["init"] == str(tmp_path / "init.safetensors")
     check_complete(league, 2)
     plan = schedule.read_round(str(league), 2)
     main = plan["jobs"]["r002-main"]

@@ -287,6 +287,11 @@ def check_init(spec: str) -> None:
         )
 
 
+def absolute_spec(spec: str) -> str:
+    """An agent spec with a file path made absolute; zoo and Hub names (which hold a colon) as they are."""
+    return spec if not spec or ":" in spec else os.path.abspath(spec)
+
+
 def train_league(
     league_dir: str,
     workers: int = 1,
@@ -301,6 +306,11 @@ def train_league(
     unknown = sorted(set(given) - set(league_settings.FIELDS))
     if unknown:
         raise PongrlError(f"{unknown[0]} is not a league setting")
+    # Agent files are saved as absolute paths: the league's jobs run from anywhere, and find the league's own
+    # members by paths relative to its directory (schedule.resolve).
+    for name in ("init", "members"):
+        if name in given:
+            given[name] = ",".join(absolute_spec(spec.strip()) for spec in given[name].split(","))
     if league_settings.is_league(league_dir):
         names = {name.replace("-", "_") for name in change}
         league_settings.change(league_dir, given, names, schedule.rounds_started(league_dir))
