@@ -338,9 +338,27 @@ def test_aim_plays_paired_games_and_refuses_a_label_that_is_not_the_opponents(co
         rows = list(csv.DictReader(handle))
     assert [(row["direction"], row["alpha"]) for row in rows] == [("none", "0"), ("probe", "10"), ("random", "10")]
     assert rows[0]["arrival_y_shift"] in ("0", "nan")  # the unperturbed games against themselves (nan: no return)
-    assert "unperturbed:" in stdout
+    assert "unperturbed, against builtin:" in stdout
     with pytest.raises(PongrlError, match="the opponent's"):
         aim(agent, probes, label="ball_y", games=1)
+
+
+def test_aim_against_another_agent_pairs_its_games_and_refuses_sticky_actions(collected, tmp_path, capsys):
+    agent, other, probes = collected
+    out = tmp_path / "aim.csv"
+    args = ["probe", "aim", agent, "--probes", probes, "--opponent", other, "--games", "2", "--out", str(out)]
+    code, stdout, err = run(args + ["--alpha", "0"], capsys)
+    assert code == 0, err
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert {row["opponent"] for row in rows} == {"other.safetensors"} and "against other.safetensors" in stdout
+    # A steer of size 0 is no edit: on the two-player game too, every condition replays the unperturbed games.
+    assert len({(row["returns"], row["score"], row["arrival_y"]) for row in rows}) == 1, rows
+    assert float(rows[0]["score"]) != -21.0  # not the built-in AI's games: an untrained agent scores against another
+
+    refused = tmp_path / "refused.csv"
+    code, stdout, err = run(args[:-1] + [str(refused), "--sticky-actions", "0.25"], capsys)
+    assert code != 0 and "unpair" in err and len(err.strip().splitlines()) == 1 and not refused.exists()
 
 
 def test_a_collect_of_other_weights_under_the_same_name_is_refused(collected):

@@ -89,9 +89,17 @@ def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys,
     flags = tiny_flags(tmp_path, rounds=2)
     monkeypatch.chdir(tmp_path)  # --init as a path relative to where the command runs, not to the league
     flags[flags.index("--init") + 1] = "init.safetensors"
+    flags[flags.index("--rounds") + 1] = "1"
     code, out, err = run(["train", "league", "league", *flags, "--workers", "2"], capsys)
     assert code == 0, err
     assert json.load(open(league / "league.json"))["settings"]["init"] == str(tmp_path / "init.safetensors")
+    # the starting main was copied into the league: the league goes on without the file it started from
+    assert schedule.read_round(str(league), 0)["new_members"][0]["spec"] == schedule.member_file("main-r000")
+    assert all_jobs(league)["r001-main"]["init"] == schedule.member_file("main-r000")
+    os.unlink(tmp_path / "init.safetensors")
+    flags[flags.index("--rounds") + 1] = "2"
+    code, out, err = run(["train", "league", "league", *flags, "--change", "rounds", "--workers", "2"], capsys)
+    assert code == 0, err
     check_complete(league, 2)
     plan = schedule.read_round(str(league), 2)
     main = plan["jobs"]["r002-main"]
@@ -114,6 +122,12 @@ def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys,
     code, out, err = run(["resume", str(league)], capsys)
     assert code == 0 and "league complete" in out
     assert os.path.getmtime(schedule.result_file(str(league), "r002-main")) == before
+
+
+def test_starting_members_given_as_files_are_named_by_their_files():
+    settings = LeagueSettings(members="/a/agent.safetensors,/b/agent.safetensors,zoo:dqn")
+    names = [member["name"] for member in schedule.starting_members(settings)]
+    assert names == ["main-r000", "agent", "agent-2", "dqn"]
 
 
 def test_kill_9_of_the_driver_then_resume_loses_no_job_and_does_none_twice(tmp_path):

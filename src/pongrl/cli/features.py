@@ -116,8 +116,8 @@ def add_features(steps) -> None:
 
     aim = steps.add_parser(
         "aim",
-        help="steer a layer along the probe of the opponent's paddle while the agent plays the built-in AI; "
-        "does it send the ball elsewhere?",
+        help="steer a layer along the probe of the opponent's paddle while the agent plays the built-in AI or "
+        "another agent; does it send the ball elsewhere?",
     )
     aim.add_argument("agent", metavar="AGENT", help=AGENT_HELP)
     aim.add_argument(
@@ -151,6 +151,13 @@ def add_features(steps) -> None:
     )
     aim.add_argument("--sticky-actions", type=finite_float, default=0.0, metavar="P", help="sticky actions (default 0)")
     aim.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    aim.add_argument(
+        "--opponent",
+        default="builtin",
+        metavar="B",
+        help="builtin (single-player Pong), or an agent at the left paddle of two-player Pong, greedy, serves "
+        "pressed for both (no sticky actions then) (default builtin)",
+    )
     aim.add_argument("--out", metavar="FILE", help="the CSV to write (default DIR/aim.csv)")
 
 
@@ -174,6 +181,7 @@ def cmd_aim(args, progress) -> int:
             args.random_draws,
             args.sticky_actions,
             bar.update,
+            args.opponent,
         )
     for row in rows:
         print(describe(row))
@@ -240,6 +248,7 @@ def cmd_steer(args, progress) -> int:
             args.random_draws,
             args.sticky_actions,
             bar.update,
+            args.opponent,
         )
     for row in rows:
         print(describe(row))

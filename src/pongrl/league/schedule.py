@@ -57,9 +57,40 @@ def starting_members(settings: LeagueSettings) -> list[dict]:
     members = [{"name": member_name("main", 0), "spec": settings.init, "role": "main", "round": 0}]
     for spec in (spec.strip() for spec in settings.members.split(",")):
         if spec and spec != settings.init:
-            name = spec.removeprefix(zoo.PREFIX).replace(":", "-").replace("/", "-")
+            if ":" in spec:  # zoo:NAME, hf://...
+                name = spec.removeprefix(zoo.PREFIX).replace(":", "-").replace("/", "-")
+            else:  # a file: its name without the folder and the extension
+                name = os.path.splitext(os.path.basename(spec.rstrip("/")))[0]
+            while name in {member["name"] for member in members}:
+                name += "-2"
             members.append({"name": name, "spec": spec, "role": "member", "round": 0})
     return members
+
+
+def keep_starting_files(league_dir: str, plan: dict) -> dict:
+    """Round 0's plan with every starting member given as a file copied into the league (members/NAME.safetensors)
+    and named by that copy: a league must not depend on files outside its directory, which may move or change."""
+    from pongrl.agent import load_agent, save_safetensors_agent
+
+    copies = {}
+    for member in plan["new_members"]:
+        if ":" in member["spec"]:
+            continue
+        inside = member_file(member["name"])
+        if not os.path.exists(os.path.join(league_dir, inside)):
+            agent = load_agent(member["spec"])
+            os.makedirs(os.path.join(league_dir, "members"), exist_ok=True)
+            save_safetensors_agent(
+                os.path.join(league_dir, inside), agent.state_dict(), agent.algo, agent.env_step, agent.obs_profile
+            )
+        copies[member["spec"]] = inside
+
+    def renamed(value):
+        if isinstance(value, dict):
+            return {key: copies.get(item, item) if key == "spec" else renamed(item) for key, item in value.items()}
+        return [renamed(item) for item in value] if isinstance(value, list) else value
+
+    return renamed(plan)
 
 
 def rounds_started(league_dir: str) -> int:
@@ -277,5 +308,7 @@ def matches_jobs(
 def start_round(league_dir: str, settings: LeagueSettings, number: int) -> dict:
     """Fix round `number`'s jobs in its file (the same plan again if a stop came before the file was written)."""
     plan = plan_round(league_dir, settings, number)
+    if number == 0:
+        plan = keep_starting_files(league_dir, plan)
     write_json(round_file(league_dir, number), plan)
     return plan

@@ -1,9 +1,10 @@
 """`pongrl probe aim`: does the agent aim by where it believes the opponent is? Steer a layer along the probe of
-the opponent's paddle height (`enemy_y`, or its velocity `enemy_vy`) while the agent plays the built-in AI, beside
+the opponent's paddle height (`enemy_y`, or its velocity `enemy_vy`) while the agent plays the built-in AI or,
+with `opponent`, another agent on the two-player game (the agent on the right, serves pressed for both), beside
 random directions of the same size (the intervene machinery: paired games, one batch), and watch where the agent
 sends the ball. `kind` is intervene's: `steer` moves the probe's reading by alpha along the probe (the smallest
-such edit), `steer-pattern` adds alpha times the label's pattern (the layer as it is, on average, with the opponent
-alpha units away).
+such edit), `steer-pattern` adds alpha times the label's pattern (the layer as it is, on average, with the
+opponent alpha units away).
 
 Each return of the agent (the ball flying toward the agent's paddle on one step and away on the next) is followed
 until the ball turns back or leaves play: its `arrival_y` is the ball's height on the last step of that flight (RAM
@@ -32,6 +33,7 @@ OPPONENT_LABELS = ("enemy_y", "enemy_vy")
 MEASURES = ("arrival_y", "aim", "angle")
 COLUMNS = [
     "agent",
+    "opponent",
     "layer",
     "label",
     "probe_r2",
@@ -99,9 +101,11 @@ def aim(
     random_draws: int = 1,
     sticky_actions: float = 0.0,
     progress=None,
+    opponent: str | None = None,
 ) -> list[dict]:
     """The unperturbed games' row, then one per (direction, alpha): the probe of `label` on `layer` fitted on the
-    collect in `collect_dir`, then `random_draws` random directions; steers move the probe's reading by alpha."""
+    collect in `collect_dir`, then `random_draws` random directions; steers move the probe's reading by alpha.
+    `opponent`: an agent spec for the left paddle (None or builtin: the built-in AI)."""
     from pongrl.agent import as_agent
     from pongrl.probes.directions import fit_direction
     from pongrl.probes.effects import mean_interval
@@ -114,6 +118,17 @@ def aim(
     if kind not in ("steer", "steer-pattern"):
         raise PongrlError(f"--kind must be steer or steer-pattern, got {kind!r}")
     Intervention((layer,), (label,), (kind,), alphas, games, seed, sticky_actions, random_draws).check(agent)
+    rival = None
+    if opponent is not None and opponent.strip().lower() != "builtin":
+        from pongrl.arena import load_player
+        from pongrl.runner import AgentPlayer
+
+        if sticky_actions:  # two greedy players draw nothing: the games are paired only without them
+            raise PongrlError("--sticky-actions against an agent would unpair the games: use 0 with --opponent")
+        loaded = load_player(opponent)
+        rival, opponent = AgentPlayer(loaded.agent), loaded.name
+    else:
+        opponent = "builtin"
     direction = fit_direction(collect_dir, agent, layer, label)
     rng = np.random.default_rng(RANDOM_DIRECTION_SEED)
     names = ("probe", *random_directions(random_draws))
@@ -135,13 +150,21 @@ def aim(
     network = EditedNetwork(agent, {layer: LayerEdits(edits)})
     played = [None] + [(layer, index) for index in range(len(edits))]
     results = play_conditions(
-        network, played, games, seed, sticky_actions, progress=progress, watch=lambda g, ram: trackers[g].see(ram)
+        network,
+        played,
+        games,
+        seed,
+        sticky_actions,
+        progress=progress,
+        watch=lambda g, ram: trackers[g].see(ram),
+        opponent=rival,
     )
     per_game = [[trackers[c * games + k].means() for k in range(games)] for c in range(len(played))]
     rows = []
     for number, (name, alpha, edit_size) in enumerate([("none", 0.0, float("nan")), *conditions]):
         row = {
             "agent": agent.name,
+            "opponent": opponent,
             "layer": layer if number else "none",
             "label": label if number else "",
             "probe_r2": direction.r2,
@@ -165,7 +188,8 @@ def aim(
 def describe(row: dict) -> str:
     if row["direction"] == "none":
         return (
-            f"unperturbed: {row['returns']} returns in {row['games']} games, arrival {row['arrival_y']:.1f}, "
+            f"unperturbed, against {row['opponent']}: {row['returns']} returns in {row['games']} games, "
+            f"arrival {row['arrival_y']:.1f}, "
             f"aim {row['aim']:+.1f} rows from the opponent, angle {row['angle']:+.2f}, score {row['score']:+.2f}"
         )
     return (

@@ -188,6 +188,7 @@ def play_conditions(
     parallel: int = PARALLEL_GAMES,
     progress=None,
     watch=None,
+    opponent=None,
 ) -> list[dict]:
     """`games` greedy games of the `network`'s agent against the built-in AI for each condition (its (layer,
     edit index), or None: the unperturbed agent), all in one batch of `parallel` games at a time; every
@@ -195,10 +196,14 @@ def play_conditions(
     numbers: conditions differ by their edits, and a condition's games do not depend on what else the call
     plays). Per condition, per game: its score, mean paddle offset from the ball on in-play steps, mean KL and
     action-change rate. `watch(game, ram)`, if given, sees every game's RAM before each step (game k of condition
-    c is game c * games + k)."""
+    c is game c * games + k). `opponent` (a player of pongrl.runner, e.g. an AgentPlayer) plays the left paddle
+    of two-player Pong instead of the built-in AI, serves pressed for both; without sticky actions its games
+    are paired as well (two greedy players draw nothing), with them they are not, so they are refused."""
     from pongrl.game import NOOP_MAX
     from pongrl.runner import BUILTIN, GamePlan, play_games, spread
 
+    if opponent is not None and sticky_actions:
+        raise ValueError("sticky actions against an agent would unpair the conditions' games")
     rng = np.random.default_rng(seed)
     starts = [int(start) for start in rng.integers(0, NOOP_MAX + 1, games)]
     # Without sticky actions the emulator draws nothing, and a reseed (a cartridge reload) would buy nothing.
@@ -206,10 +211,11 @@ def play_conditions(
     game_edits = [condition for condition in conditions for _ in range(games)]
     player = InterveningPlayer(network, game_edits)
     plans = [
-        GamePlan(player, BUILTIN, start=start, emulator_seed=emulator_seed)
+        GamePlan(player, opponent or BUILTIN, start=start, emulator_seed=emulator_seed)
         for _ in conditions
         for start, emulator_seed in zip(starts, emulator_seeds)
     ]
+    rules = {} if opponent is None else {"serve_assist": True}
     slots = spread(plans, parallel)
     first_game = np.cumsum([0] + [len(slot) for slot in slots])
     played = [0] * len(slots)
@@ -232,7 +238,7 @@ def play_conditions(
                     progress(1)
 
     records = play_games(
-        slots, before_step=before_step, after_step=after_step, seed=seed, sticky_actions=sticky_actions
+        slots, before_step=before_step, after_step=after_step, seed=seed, sticky_actions=sticky_actions, **rules
     )
     results = []
     for number in range(len(conditions)):
