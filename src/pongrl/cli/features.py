@@ -248,7 +248,6 @@ def cmd_steer(args, progress) -> int:
             args.random_draws,
             args.sticky_actions,
             bar.update,
-            args.opponent,
         )
     for row in rows:
         print(describe(row))
