@@ -4,6 +4,7 @@ lines, and whether two runs with the same seed learn the same thing."""
 import csv
 import errno
 import os
+import stat
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ import yaml
 
 from pongrl import checkpoint as checkpoint_module
 from pongrl.checkpoint import load_checkpoint, read_latest
+from pongrl.errors import PongrlError
 from pongrl.cli import main
 
 from cli_helpers import run, small_dqn
@@ -180,3 +182,13 @@ def test_a_run_directory_deleted_mid_run_gives_one_line_not_the_writer_threads_t
     monkeypatch.setitem(cli.COMMANDS, "plot", command_meeting_that_error)
     code, _, err = run(["plot", str(tmp_path)], capsys)
     assert code == 1 and err.startswith("pongrl: error: ") and "b'" not in err and str(run_dir) in err
+
+
+def test_a_file_is_never_written_over_a_pipe_or_a_device(tmp_path):
+    from pongrl.checkpoint import write_csv
+
+    pipe = str(tmp_path / "pipe")
+    os.mkfifo(pipe)  # stands for /dev/null, which a rename would replace with a plain file
+    with pytest.raises(PongrlError, match="not a regular file"):
+        write_csv(pipe, [{"a": 1}], ["a"])
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode) and os.listdir(tmp_path) == ["pipe"]

@@ -361,6 +361,38 @@ def test_aim_against_another_agent_pairs_its_games_and_refuses_sticky_actions(co
     assert code != 0 and "unpair" in err and len(err.strip().splitlines()) == 1 and not refused.exists()
 
 
+def test_moving_the_opponent_pairs_its_games_and_tells_a_nudged_ball_from_a_seen_paddle(tmp_path, capsys):
+    from pongrl.agent import load_agent
+    from pongrl.arena import load_player
+    from pongrl.probes.opponent_move import flight_records
+
+    blind = load_agent("zoo:selfplay-mix")
+    sees = blind.preferences
+
+    def preferences(obs):  # the left quarter of its view, where the opponent's paddle is, kept dark
+        obs = np.array(obs)
+        obs[:, :, :21] = 0
+        return sees(obs)
+
+    blind.preferences = preferences
+    records, diverged = flight_records(blind, load_player("zoo:selfplay-builtin"), 4, 1, 0, 4)
+    assert diverged == 0 and len(records) == 8  # every moved game the unmoved one up to its move
+    assert any(r["changed"] for r in records) and any(r["paddle_moved"] for r in records)
+    # An agent that cannot see the opponent changes a return only where the opponent's controls nudged the ball.
+    assert all(r["ball_moved"] for r in records if r["changed"]), records
+    up = [r["paddle"] for r in records if r["condition"] == "up" and "paddle" in r]
+    assert up and max(up) <= 0 and min(up) < 0  # UP moves the opponent's paddle up (a smaller byte) or not at all
+
+    code, out, err = run(
+        ["probe", "opponent-move", "zoo:selfplay-mix", "--opponent", "zoo:selfplay-builtin", "--returns", "2"]
+        + ["--games", "1", "--out", str(tmp_path / "moves.csv")],
+        capsys,
+    )
+    assert code == 0 and out.startswith("opponent moved up (2 flights, 0 left out)"), err + out
+    code, out, err = run(["probe", "opponent-move", "zoo:selfplay-mix", "--opponent", "builtin"], capsys)
+    assert code != 0 and "cannot be moved" in err and len(err.strip().splitlines()) == 1
+
+
 def test_a_collect_of_other_weights_under_the_same_name_is_refused(collected):
     from pongrl.agent import load_agent
     from pongrl.probes.features import learn_features

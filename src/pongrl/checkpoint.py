@@ -35,6 +35,8 @@ def atomic_write_file(path: str, fill: Callable[[str], None]) -> None:
     """Have `fill` write a temp file (it gets the temp file's path) in the same directory, fsync it, then
     rename it over `path`: `path` is the whole file or what it was before, never a part. The temp name
     starts with TEMP_PREFIX; the temp file is removed if `fill` raises or is interrupted."""
+    if os.path.lexists(path) and not os.path.isfile(path):  # the rename would replace a device, pipe or folder
+        raise PongrlError(f"{path}: exists and is not a regular file (a folder, device or pipe); nothing written")
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     handle, temp_path = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX + os.path.basename(path))

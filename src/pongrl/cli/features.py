@@ -1,6 +1,6 @@
 """`pongrl probe features`, `gallery` and `steer`: sparse dictionaries of an agent's layers, beside the probes; and
-`pongrl probe aim`: does the agent aim by where it believes the opponent is? (pongrl.cli.probe adds these
-subcommands to `pongrl probe`; kept apart so that each file stays readable)."""
+`pongrl probe aim` and `opponent-move`: does the agent aim by where it believes the opponent is? (pongrl.cli.probe
+adds these subcommands to `pongrl probe`; kept apart so that each file stays readable)."""
 
 from __future__ import annotations
 
@@ -160,6 +160,27 @@ def add_features(steps) -> None:
     )
     aim.add_argument("--out", metavar="FILE", help="the CSV to write (default DIR/aim.csv)")
 
+    move = steps.add_parser(
+        "opponent-move",
+        help="move the opponent's paddle up or down (by its own controls) while the ball flies to the agent, on "
+        "the two-player game; does the agent send the ball elsewhere?",
+    )
+    move.add_argument("agent", metavar="AGENT", help=AGENT_HELP)
+    move.add_argument("--opponent", required=True, metavar="B", help="the agent at the left paddle (greedy)")
+    move.add_argument(
+        "--returns", type=positive_int, default=20, help="the agent's incoming flights measured per game (default 20)"
+    )
+    move.add_argument("--games", type=positive_int, default=4, help="games, each from its own start (default 4)")
+    move.add_argument(
+        "--move-steps",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="agent steps before each return in which the opponent is moved (default 4)",
+    )
+    move.add_argument("--seed", type=integer, default=0, help="the starts' seed (default 0)")
+    move.add_argument("--out", metavar="FILE", default="opponent_move.csv", help="the CSV (default opponent_move.csv)")
+
 
 def cmd_aim(args, progress) -> int:
     from pongrl.probes.aim import aim, describe, write_results
@@ -186,6 +207,21 @@ def cmd_aim(args, progress) -> int:
     for row in rows:
         print(describe(row))
     print(f"{len(rows)} conditions x {args.games} games: {write_results(rows, out)}")
+    return 0
+
+
+def cmd_opponent_move(args, progress) -> int:
+    from pongrl.probes.opponent_move import describe, opponent_moves, write_results
+
+    if os.path.isdir(args.out):
+        raise PongrlError(f"--out {args.out}: a folder, not a file")
+    with progress(args.games, "game") as bar:
+        rows = opponent_moves(
+            args.agent, args.opponent, args.returns, args.games, args.seed, args.move_steps, progress=bar.update
+        )
+    for row in rows:
+        print(describe(row))
+    print(f"{args.games} games x {args.returns} flights: {write_results(rows, args.out)}")
     return 0
 
 

@@ -10,7 +10,7 @@ import os
 import sys
 
 from pongrl.cli.common import AGENT_HELP, finite_float, integer, positive_int
-from pongrl.cli.features import add_features, cmd_aim, cmd_features, cmd_gallery, cmd_steer
+from pongrl.cli.features import add_features, cmd_aim, cmd_features, cmd_gallery, cmd_opponent_move, cmd_steer
 from pongrl.errors import PongrlError
 
 
@@ -18,7 +18,7 @@ def add_probe(commands) -> None:
     probe = commands.add_parser("probe", help="linear probes of what each layer of an agent knows (RAM ground truth)")
     steps = probe.add_subparsers(
         dest="probe_command",
-        metavar="{collect,fit,across,intervene,counterfactual,features,gallery,steer,aim}",
+        metavar="{collect,fit,across,intervene,counterfactual,features,gallery,steer,aim,opponent-move}",
         required=True,
     )
     collect = steps.add_parser("collect", help="play games and record the RAM labels and every layer's activations")
@@ -244,6 +244,7 @@ def cmd_probe(args) -> int:
         "gallery": lambda args: cmd_gallery(args, _progress),
         "steer": lambda args: cmd_steer(args, _progress),
         "aim": lambda args: cmd_aim(args, _progress),
+        "opponent-move": lambda args: cmd_opponent_move(args, _progress),
     }[args.probe_command](args)
 
 
