@@ -78,6 +78,21 @@ def test_seeded_games_replay_exactly_and_seeds_matter():
     assert (first["course"], first["steps"]) != (other["course"], other["steps"])
 
 
+def test_a_game_ended_early_by_its_watcher_gives_way_to_the_next_game_of_its_slot():
+    def plan():
+        return GamePlan(scripted_player("chase", "standard"), scripted_player("still", "standard"), start=3)
+
+    seen = []
+
+    def after_step(driver, running):  # end the slot's first game after 25 steps, then let the second play 10
+        seen.append(driver.result(0)["steps"])
+        return [0] if seen[-1] == (25 if len(seen) <= 25 else 10) else []
+
+    first, second = play_games([[plan(), plan()]], after_step=after_step, stop=lambda: len(seen) >= 35)
+    assert (first["steps"], first["finished"]) == (25, False)
+    assert (second["steps"], second["finished"]) == (10, False) and second["start"] == 3
+
+
 def test_battery_names():
     assert scripted_names("all") == list(BATTERY)
     assert scripted_names("chase, still") == ["chase", "still"]

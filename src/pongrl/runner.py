@@ -207,9 +207,10 @@ def play_games(
     """Play every slot's games in turn, the slots in lockstep (see `spread`); returns one record per game, in
     the order of the slots' plans. `settings` are `open_driver`'s (or pass an open `driver`, closed here).
     `before_step(driver, games)` runs before each step with the games about to play it, `after_step(driver,
-    games)` after it (a game's records are taken after that, so it still sees an ended game); `stop()` is asked
-    before each step, and when it says so the games being played end there (their records say "finished":
-    False)."""
+    games)` after it (a game's records are taken after that, so it still sees an ended game; the slots it returns,
+    if any, end their game there, as a probe does once it has seen what it needs, and go on to their next);
+    `stop()` is asked before each step, and when it says so the games being played end there (games ended early
+    have records that say "finished": False)."""
     driver = driver or open_driver(slots, **settings)
     try:
         return _play(driver, slots, before_step, after_step, stop)
@@ -231,8 +232,7 @@ def _play(driver, slots, before_step, after_step, stop) -> list[dict]:
             before_step(driver, running)
         seatings = {g: slots[g][current[g]].seats() for g in running}
         ended = driver.play_step(choose_actions(driver, seatings, order), running)
-        if after_step is not None:
-            after_step(driver, running)
+        cut_short = set(after_step(driver, running) or ()) if after_step is not None else set()
         for g in running:
             steps[g] += 1
             if driver.scored[g].any():
@@ -245,6 +245,12 @@ def _play(driver, slots, before_step, after_step, stop) -> list[dict]:
             points[g], steps[g] = [], 0
             current[g] += 1
             if current[g] < len(slots[g]) and not driver.autoreset:
+                driver.reset_game(g)
+        for g in sorted(cut_short - set(ended)):
+            records[g].append(_record(slots[g][current[g]], driver.result(g), points[g], finished=False))
+            points[g], steps[g] = [], 0
+            current[g] += 1
+            if current[g] < len(slots[g]):
                 driver.reset_game(g)
     for g, slot in enumerate(slots):  # games stopped before their end
         if current[g] < len(slot):

@@ -67,7 +67,8 @@ class LeagueSettings:
     max_opponents: int = 16
     """At most this many league members in one training segment (the heaviest by matchmaking weight)."""
     learning_rate: float = 1e-4
-    """Adam's learning rate for every member (constant: a league trains on and on)."""
+    """Adam's learning rate of the main (constant: a league trains on and on); each exploiter trains at PPO's
+    2.5e-4, decaying to 0 over its steps."""
     num_envs: int = 16
     """Players per training rollout (two per game)."""
     network: str = "nature"

@@ -27,7 +27,7 @@ import os
 import numpy as np
 
 from pongrl.errors import PongrlError
-from pongrl.game import LEFT, NOOP_MAX, RAM_BALL_X, RAM_BALL_Y, RAM_LEFT_PADDLE_Y, RIGHT
+from pongrl.game import NOOP_MAX, RAM_BALL_X, RAM_BALL_Y, RAM_LEFT_PADDLE_Y
 
 CONDITIONS = ("none", "up", "down")
 # The ball's column (RAM) where a return's arrival is read: the opponent's paddle meets the ball at 68-69 and a
@@ -110,45 +110,51 @@ def _enough(watcher: FlightWatcher, k: int, returns: int) -> bool:
     return len(done) >= returns
 
 
+class MovedOpponent:
+    """The opponent's player, its actions replaced in each game's window (`forced[game]`: (flight, first step,
+    last step, action)) by that action; `games_now` (set before each step) names the games of the batch, and
+    `steps` each game's steps played."""
+
+    def __init__(self, player, forced: list[tuple[int, int, int, int]]):
+        self.player, self.forced = player, forced
+        self.profile = player.profile
+        self.games_now: list[int] = []
+        self.steps = [0] * len(forced)
+
+    def act(self, observations: np.ndarray) -> np.ndarray:
+        actions = self.player.act(observations)
+        for row, game in enumerate(self.games_now):
+            _, first, last, action = self.forced[game]
+            if first <= self.steps[game] < last:
+                actions[row] = action
+        return actions
+
+
 def _play(agent, rival, start: int, forced: list[tuple[int, int, int, int]], returns: int = 0):
     """Games from one start, all alike but for the opponent's forced moves: `forced[g]` = (flight k, first step,
     last step, action), the opponent's action replaced in steps first..last - 1 and game g played until flight k
     is over (k = 0: until `returns` returned flights are over, or the game ends). Returns each game's watcher and
     its RAM at every step."""
-    from pongrl.envs.two_player import TwoPlayerGames
-    from pongrl.runner import AgentPlayer
+    from pongrl.runner import AgentPlayer, GamePlan, play_games
 
-    me, them = AgentPlayer(agent), AgentPlayer(rival.agent)
-    driver = TwoPlayerGames(
-        len(forced),
-        autoreset=False,
-        profiles=tuple(dict.fromkeys((agent.obs_profile, rival.agent.obs_profile))),
-        serve_assist=True,
-        starts=[[start]] * len(forced),
-    )
+    opponent = MovedOpponent(AgentPlayer(rival.agent), forced)
+    plans = [GamePlan(AgentPlayer(agent), opponent, start=start) for _ in forced]
     watchers = [FlightWatcher() for _ in forced]
     rams: list[list[np.ndarray]] = [[] for _ in forced]
-    try:
-        driver.reset()
-        active = list(range(len(forced)))
-        while active:
-            for g in active:
-                ram = driver.ram(g)
-                watchers[g].see(ram)
-                rams[g].append(ram)
-            active = [g for g in active if not _enough(watchers[g], forced[g][0], returns) and not driver.done(g)]
-            if not active:
-                break
-            mine = me.act(np.stack([driver.observation(g, RIGHT, agent.obs_profile) for g in active]))
-            theirs = them.act(np.stack([driver.observation(g, LEFT, rival.agent.obs_profile) for g in active]))
-            actions = np.zeros((driver.num_games, 2), np.int64)
-            for row, g in enumerate(active):
-                _, first, last, action = forced[g]
-                step = watchers[g].step - 1
-                actions[g] = (mine[row], action if first <= step < last else theirs[row])
-            driver.play_step(actions, games=active)
-    finally:
-        driver.close()
+
+    def before_step(driver, running) -> None:  # one game per slot: slot g plays game g
+        opponent.games_now = list(running)
+        for g in running:
+            ram = driver.ram(g)
+            watchers[g].see(ram)
+            rams[g].append(ram)
+
+    def after_step(driver, running) -> list[int]:
+        for g in running:
+            opponent.steps[g] += 1
+        return [g for g in running if _enough(watchers[g], forced[g][0], returns)]
+
+    play_games([[plan] for plan in plans], before_step=before_step, after_step=after_step, serve_assist=True)
     return watchers, rams
 
 
