@@ -3,6 +3,7 @@ every agent watched the same frames (`pongrl probe collect A B C ...`), compared
 those frames.
 
     python research/features_recur.py --out OUT NAME=DICTIONARY.pt[:GROUP] ... [--threshold 0.5] [--min-rate 0.01]
+        [--appearance NAME]
 
 Two dictionaries of different networks share no basis, so their features are compared by activation: on the
 collect's test games (the split the dictionaries were judged on), each live feature of A (firing on more than
@@ -40,8 +41,10 @@ def test_codes(dictionary, seed: int) -> tuple[np.ndarray, list[int]]:
     from pongrl.probes.features import encode_in_chunks
     from pongrl.probes.fit import ProbeData, split_games
 
+    from features_study import recorded_agent
+
     data = ProbeData(dictionary.source["collect"])
-    named = type("Named", (), {"name": dictionary.agent["name"], "path": ""})()
+    named = recorded_agent(dictionary)
     _, test_games = split_games(data.frames_of, dictionary.source["split_seed"])
     x = data.read(f"agents/{_collect_index(data, named)}/{dictionary.layer}", test_games).astype(np.float32)
     codes = np.zeros((len(x), dictionary.size), np.float32)
@@ -77,6 +80,12 @@ def main():
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--min-rate", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--appearance",
+        metavar="NAME",
+        help="for each live feature of this dictionary, the first of the others (in the order given, untrained ones "
+        "left out) in which it recurs: when a training run's features appear, given its checkpoints in order",
+    )
     args = parser.parse_args()
 
     from pongrl.errors import PongrlError
@@ -86,7 +95,9 @@ def main():
     collect = None
     for entry in args.dictionaries:
         name, _, rest = entry.partition("=")
-        path, _, group = rest.partition(":")
+        path, colon, group = rest.rpartition(":")  # a path may hold colons (zoo:NAME folders): the group is last
+        if not colon or "/" in group or group.endswith(".pt"):
+            path, group = rest, ""
         try:
             dictionary = load_dictionary(path)
         except PongrlError as error:
@@ -158,6 +169,25 @@ def main():
         writer = csv.DictWriter(handle, list(kinds_rows[0]))
         writer.writeheader()
         writer.writerows(kinds_rows)
+
+    if args.appearance:
+        last = args.appearance
+        order = [b for b in names if b != last and groups[b] != "untrained"]
+        first = np.full(len(matched[last]), len(order))
+        for index in reversed(range(len(order))):
+            first[recurs[last][order[index]]] = index
+        untrained = np.zeros(len(first), bool)
+        for b in names:
+            if groups[b] == "untrained":
+                untrained |= recurs[last][b]
+        print(f"\n| {last}'s features: first found in | features | of them matching a label | also untrained |")
+        print("|---|---:|---:|---:|")
+        for index, label in enumerate([*order, "none of them"]):
+            mine = first == index
+            print(
+                f"| {label} | {int(mine.sum()):,} | {matched[last][mine].mean() if mine.any() else float('nan'):.0%} "
+                f"| {untrained[mine].mean() if mine.any() else float('nan'):.0%} |"
+            )
 
     share = np.array([[np.nan if a == b else recurs[a][b].mean() for b in names] for a in names])
     print("\n| features of | " + " | ".join(names) + " |")

@@ -26,13 +26,28 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
 
-def agent_of(spec: str):
-    from pongrl.agent import load_agent
-    from pongrl.probes.collect import random_init_like
+def agent_of(spec: str, collect_dir: str):
+    """The agent of a spec; `random-init:SPEC` named as the collect named its untrained twin (by its architecture
+    when the collect recorded agents of several)."""
+    import json
 
-    if spec.startswith("random-init:"):
-        return random_init_like(load_agent(spec.removeprefix("random-init:")))
-    return load_agent(spec)
+    from pongrl.agent import load_agent
+    from pongrl.probes.collect import SETTINGS_FILE, architecture, random_init_like
+
+    if not spec.startswith("random-init:"):
+        return load_agent(spec)
+    trained = load_agent(spec.removeprefix("random-init:"))
+    with open(os.path.join(collect_dir, SETTINGS_FILE)) as handle:
+        recorded = {agent["name"] for agent in json.load(handle)["agents"]}
+    named = f"random-init ({architecture(trained)})"
+    return random_init_like(trained, named if named in recorded else "random-init")
+
+
+def recorded_agent(dictionary):
+    """What the collect's index of the dictionary's agent is looked up by: its name, and its file when it is one
+    (a file's name in the collect is its base name)."""
+    name = dictionary.agent["name"]
+    return type("Named", (), {"name": name, "path": name if os.path.isfile(name) else ""})()
 
 
 CELL = 8  # RAM units per cell side
@@ -65,7 +80,7 @@ def explained(dictionary, collect_dir: str, seed: int = 0) -> dict[str, np.ndarr
     from pongrl.probes.labels import LABELS
 
     data = ProbeData(collect_dir)
-    index = _collect_index(data, type("Named", (), {"name": dictionary.agent["name"], "path": ""})())
+    index = _collect_index(data, recorded_agent(dictionary))
     train_games, test_games = split_games(data.frames_of, seed)
     dataset = f"agents/{index}/{dictionary.layer}"
     labels = [name for name in LABELS if name in data.labels]
@@ -140,7 +155,7 @@ def main():
             if os.path.exists(path):
                 dictionaries[name] = load_dictionary(path)
                 continue
-            agent = agent_of(spec)
+            agent = agent_of(spec, collect_dir)
             games = 0 if spec.startswith("random-init:") else args.games  # an untrained net loses every point
             dictionary = learn_features(
                 agent, collect_dir, args.layer, args.size, args.k, args.epochs, games, args.seed
