@@ -375,8 +375,8 @@ def test_moving_the_opponent_pairs_its_games_and_tells_a_nudged_ball_from_a_seen
         return sees(obs)
 
     blind.preferences = preferences
-    records, diverged = flight_records(blind, load_player("zoo:selfplay-builtin"), 4, 1, 0, 4)
-    assert diverged == 0 and len(records) == 8  # every moved game the unmoved one up to its move
+    records, diverged, distinct = flight_records(blind, load_player("zoo:selfplay-builtin"), 4, 1, 0, 4)
+    assert diverged == 0 and len(records) == 8 and distinct == 1  # each moved game the unmoved one up to its move
     assert any(r["changed"] for r in records) and any(r["paddle_moved"] for r in records)
     # An agent that cannot see the opponent changes a return only where the opponent's controls nudged the ball.
     assert all(r["ball_moved"] for r in records if r["changed"]), records
@@ -388,7 +388,7 @@ def test_moving_the_opponent_pairs_its_games_and_tells_a_nudged_ball_from_a_seen
         + ["--games", "1", "--out", str(tmp_path / "moves.csv")],
         capsys,
     )
-    assert code == 0 and out.startswith("opponent moved up (2 flights, 0 left out)"), err + out
+    assert code == 0 and out.startswith("opponent moved up (2 flights of 1 distinct games, 0 left out)"), err + out
     code, out, err = run(["probe", "opponent-move", "zoo:selfplay-mix", "--opponent", "builtin"], capsys)
     assert code != 0 and "cannot be moved" in err and len(err.strip().splitlines()) == 1
 

@@ -14,7 +14,9 @@ the ball's vertical velocity on the first step after the return. An agent that a
 the ball elsewhere when it believes the opponent moved: a steer of +alpha rows on enemy_y ("the opponent is alpha
 rows lower") moves its arrivals up, and a random direction of the same size does not. Per condition: each game's
 mean arrival, aim and angle, and their shifts from the unperturbed games, game by game (game k of every condition
-starts alike), with 95% intervals.
+starts alike), with 95% intervals, and how many of the unperturbed games are distinct: against another agent, two
+greedy players without sticky actions often play the same game from different starts, and an interval over
+repeated games claims more than they show.
 
 Moving the opponent's paddle in the emulator's RAM instead (the counterfactual way) does not work against the
 built-in AI: the cartridge rewrites its paddle's byte every frame (`counterfactual`).
@@ -42,6 +44,7 @@ COLUMNS = [
     "alpha",
     "edit_size",
     "games",
+    "distinct_games",
     "returns",
     *[f"{measure}{part}" for measure in MEASURES for part in ("", "_shift", "_shift_low", "_shift_high")],
     "score",
@@ -174,6 +177,7 @@ def aim(
             "edit_size": edit_size,
             "games": games,
             "returns": sum(len(trackers[number * games + k].returns) for k in range(games)),
+            "distinct_games": len({tuple(trackers[number * games + k].returns) for k in range(games)}),
             "score": float(np.mean(results[number]["scores"])),
         }
         for measure in MEASURES:
@@ -188,7 +192,8 @@ def aim(
 def describe(row: dict) -> str:
     if row["direction"] == "none":
         return (
-            f"unperturbed, against {row['opponent']}: {row['returns']} returns in {row['games']} games, "
+            f"unperturbed, against {row['opponent']}: {row['returns']} returns in {row['games']} games "
+            f"({row['distinct_games']} distinct), "
             f"arrival {row['arrival_y']:.1f}, "
             f"aim {row['aim']:+.1f} rows from the opponent, angle {row['angle']:+.2f}, score {row['score']:+.2f}"
         )

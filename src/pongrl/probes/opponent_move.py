@@ -41,6 +41,7 @@ COLUMNS = [
     "opponent",
     "condition",
     "move_steps",
+    "distinct_games",
     "flights",
     "diverged",
     "returned",
@@ -160,12 +161,21 @@ def _play(agent, rival, start: int, forced: list[tuple[int, int, int, int]], ret
 
 def flight_records(agent, rival, returns: int, games: int, seed: int, move_steps: int, progress=None):
     """Every moved flight's record (condition, returned, changed, ball_moved, paddle_moved, and for a return the
-    paddle's and the arrival's shifts), and how many moved games were left out (module docstring)."""
+    paddle's and the arrival's shifts), how many moved games were left out (module docstring), and how many
+    distinct unmoved games the starts gave (a start whose game repeats an earlier one's is played once)."""
     starts = [int(start) for start in np.random.default_rng(seed).integers(0, NOOP_MAX + 1, games)]
     records, diverged = [], 0
+    seen_games = set()
     for start in starts:
         # The game as it goes unmoved, far enough to hold `returns` returned flights (or to its end).
         (base,), (base_rams,) = _play(agent, rival, start, [(0, 0, 0, 0)], returns)
+        # Two greedy players often play the same game from different starts: count each game once.
+        fingerprint = hash(np.stack(base_rams).tobytes())
+        if fingerprint in seen_games:
+            if progress:
+                progress(1)
+            continue
+        seen_games.add(fingerprint)
         flights = [f for f in base.flights if f["return"] is not None and f["arrival"] is not None][:returns]
         forced = [
             (base.flights.index(f) + 1, max(f["start"], f["return"] - move_steps), f["return"], FORCED_ACTION[c])
@@ -200,7 +210,7 @@ def flight_records(agent, rival, returns: int, games: int, seed: int, move_steps
             records.append(record)
         if progress:
             progress(1)
-    return records, diverged
+    return records, diverged, len(seen_games)
 
 
 def opponent_moves(
@@ -224,7 +234,7 @@ def opponent_moves(
     rival = load_player(opponent_spec)
     if rival.is_builtin:
         raise PongrlError("--opponent must be an agent: the built-in AI's paddle cannot be moved by its controls")
-    records, diverged = flight_records(agent, rival, returns, games, seed, move_steps, progress)
+    records, diverged, distinct = flight_records(agent, rival, returns, games, seed, move_steps, progress)
 
     def share(values) -> float:
         return float(np.mean(values)) if len(values) else float("nan")
@@ -238,6 +248,7 @@ def opponent_moves(
             "opponent": rival.name,
             "condition": condition,
             "move_steps": move_steps,
+            "distinct_games": distinct,
             "flights": len(mine),
             "diverged": diverged,
             "returned": share([r["returned"] for r in mine]),
@@ -256,7 +267,8 @@ def opponent_moves(
 
 def describe(row: dict) -> str:
     return (
-        f"opponent moved {row['condition']} ({row['flights']} flights, {row['diverged']} left out): paddle "
+        f"opponent moved {row['condition']} ({row['flights']} flights of {row['distinct_games']} distinct games, "
+        f"{row['diverged']} left out): paddle "
         f"{row['paddle_shift']:+.1f} [{row['paddle_shift_low']:+.1f}, {row['paddle_shift_high']:+.1f}] rows, "
         f"the return changed in {row['changed']:.0%} of flights (the ball's path moved in {row['ball_moved']:.0%}; of "
         f"the {row['ball_still']} with the paddle moved and the ball's path the same, "
