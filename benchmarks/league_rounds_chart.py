@@ -28,12 +28,18 @@ CURVES = (
 )
 
 
-def read_league(folder: str) -> tuple[list[dict], list[dict]]:
+def read_league(folder: str) -> tuple[list[dict], list[dict], dict]:
     with open(os.path.join(folder, "rounds.csv")) as handle:
         rounds = list(csv.DictReader(handle))
     with open(os.path.join(folder, "league.json")) as handle:
-        history = json.load(handle)["history"]
-    return rounds, history
+        saved = json.load(handle)
+    return rounds, saved["history"], saved["settings"]
+
+
+def changed(before: dict, after: dict) -> str:
+    """The recipe's settings that differ between two leagues (where it starts and its seed left out)."""
+    names = sorted(name for name in after if name not in ("init", "seed") and before.get(name) != after[name])
+    return ", ".join(f"{name} {before.get(name)} -> {after[name]}" for name in names)
 
 
 def main() -> int:
@@ -50,16 +56,19 @@ def main() -> int:
     figure, axes = plt.subplots(figsize=(11.5, 4.8))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     marks = []  # (round, text) for the vertical lines
+    previous = None
     for number, entry in enumerate(args.leagues):
         folder, _, offset = entry.partition(":")
         try:
-            rounds, history = read_league(folder)
+            rounds, history, settings = read_league(folder)
         except (OSError, KeyError, json.JSONDecodeError) as error:
             print(f"league_rounds_chart.py: {folder}: {error}", file=sys.stderr)
             return 1
         start = int(offset or 0)
-        if number:
-            marks.append((start, f"new league from round {start}'s main"))
+        if previous is not None:
+            difference = changed(previous, settings)
+            marks.append((start, f"new league from round {start}'s main" + (f": {difference}" if difference else "")))
+        previous = settings
         for change in history:
             if isinstance(change["settings"], dict):
                 text = ", ".join(f"{name} {old} -> {new}" for name, (old, new) in change["settings"].items())
