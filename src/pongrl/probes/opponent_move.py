@@ -58,6 +58,9 @@ COLUMNS = [
     "away",
     "away_low",
     "away_high",
+    "away_ball_still",
+    "away_ball_still_low",
+    "away_ball_still_high",
 ]
 
 
@@ -242,7 +245,8 @@ def opponent_moves(
     rows = []
     for condition in CONDITIONS[1:]:
         mine = [record for record in records if record["condition"] == condition]
-        clean = [r["changed"] for r in mine if r["paddle_moved"] and not r["ball_moved"]]
+        clean_records = [r for r in mine if r["paddle_moved"] and not r["ball_moved"]]
+        clean = [r["changed"] for r in clean_records]
         row = {
             "agent": agent.name,
             "opponent": rival.name,
@@ -261,6 +265,8 @@ def opponent_moves(
             column = "away" if name == "away" else f"{name}_shift"
             values = [r[name] for r in mine if name in r]
             row.update(dict(zip([column, f"{column}_low", f"{column}_high"], mean_interval(values))))
+        away = mean_interval([r["away"] for r in clean_records if "away" in r])  # what the agent saw, alone
+        row.update(dict(zip(["away_ball_still", "away_ball_still_low", "away_ball_still_high"], away)))
         rows.append(row)
     return rows
 
@@ -268,14 +274,14 @@ def opponent_moves(
 def describe(row: dict) -> str:
     return (
         f"opponent moved {row['condition']} ({row['flights']} flights of {row['distinct_games']} distinct games, "
-        f"{row['diverged']} left out): paddle "
-        f"{row['paddle_shift']:+.1f} [{row['paddle_shift_low']:+.1f}, {row['paddle_shift_high']:+.1f}] rows, "
-        f"the return changed in {row['changed']:.0%} of flights (the ball's path moved in {row['ball_moved']:.0%}; of "
-        f"the {row['ball_still']} with the paddle moved and the ball's path the same, "
-        f"{row['changed_ball_still']:.0%} changed), returned "
-        f"{row['returned']:.0%}; arrival "
-        f"{row['arrival_shift']:+.1f} [{row['arrival_shift_low']:+.1f}, {row['arrival_shift_high']:+.1f}] rows, "
-        f"away from the opponent {row['away']:+.1f} [{row['away_low']:+.1f}, {row['away_high']:+.1f}]"
+        f"{row['diverged']} left out): paddle {row['paddle_shift']:+.1f} [{row['paddle_shift_low']:+.1f}, "
+        f"{row['paddle_shift_high']:+.1f}] rows, the return changed in {row['changed']:.0%} of flights (the ball's "
+        f"path moved in {row['ball_moved']:.0%}), returned {row['returned']:.0%}; arrival {row['arrival_shift']:+.1f} "
+        f"[{row['arrival_shift_low']:+.1f}, {row['arrival_shift_high']:+.1f}] rows, away from the opponent "
+        f"{row['away']:+.1f} [{row['away_low']:+.1f}, {row['away_high']:+.1f}]; of the {row['ball_still']} flights "
+        f"with the paddle moved and the ball's path the same, {row['changed_ball_still']:.0%} changed, away from "
+        f"the opponent {row['away_ball_still']:+.1f} [{row['away_ball_still_low']:+.1f}, "
+        f"{row['away_ball_still_high']:+.1f}]"
     )
 
 
