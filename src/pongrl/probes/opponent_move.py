@@ -22,8 +22,6 @@ was not the same game up to the move (batch arithmetic can break a near tie anot
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from pongrl.errors import PongrlError
@@ -286,7 +284,6 @@ def describe(row: dict) -> str:
 
 
 def write_results(rows: list[dict], out_path: str) -> str:
-    from pongrl.checkpoint import write_csv
+    from pongrl.checkpoint import write_csv  # atomic: makes the folder, writes the whole file or nothing
 
-    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     return write_csv(out_path, rows, COLUMNS)
