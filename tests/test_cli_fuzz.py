@@ -2,8 +2,9 @@
 and values, pongrl answers with exit code 0, 1 (a refused input) or 2 (a bad command line), never
 a traceback, a refusal in one line, and nothing written outside the working folder.
 
-Training itself is replaced by a stub here: the property is about parsing, validation and refusal,
-and a valid random configuration would otherwise train for hours. Positional arguments are drawn
+Training itself and a league's jobs are replaced by stubs here: the property is about parsing, validation
+and refusal, and a valid random configuration would otherwise train for hours (a new league in `missing`
+starts its jobs as processes, where no stub reaches). Positional arguments are drawn
 from inputs that hold no agent (missing paths, garbage, `builtin`), so no command plays games.
 """
 
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pongrl import cli, training
+from pongrl.league import driver
 from pongrl.run import TrainingOutcome
 
 from cli_helpers import run
@@ -115,6 +117,8 @@ def sandbox(tmp_path, monkeypatch):
     monkeypatch.setattr(
         training, "_training_loop", lambda algo: lambda config, run_dir, resume_from=None, **options: finished
     )
+    # A league is validated in full before its driver starts; the driver would run the jobs.
+    monkeypatch.setattr(driver, "drive", lambda league_dir, workers, ray, verbose, new=None: 0)
     return tmp_path
 
 

@@ -12,6 +12,9 @@ NOTEBOOK = os.path.join(os.path.dirname(__file__), "..", "docs", "notebooks", "p
 
 def test_the_dqn_notebook_runs_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("PONGRL_NOTEBOOK_SCALE", "0.002")
+    # One torch thread in the kernel: on a machine whose cores are busy (a league beside the tests), torch's
+    # default of one thread per core spends its time waiting on the others, and the tiny run took 10 times as long.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     nbclient.NotebookClient(
         notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
