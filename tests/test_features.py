@@ -266,6 +266,45 @@ def test_a_dictionary_of_another_agent_and_a_feature_out_of_range_are_refused(
         assert not out.exists()
 
 
+def test_a_convolution_stored_whole_gets_a_dictionary_that_steers(collected, tmp_path, capsys):
+    """`probe collect --whole-layers conv3` keeps conv3's own coordinates (the other wide layers stay projected),
+    so that a dictionary of it can be learned, spliced and steered along; an unknown layer is refused."""
+    import h5py
+
+    agent, _, _ = collected
+    probes = str(tmp_path / "collect")
+    code, _, err = run(
+        ["probe", "collect", agent, "--frames", "1200", "--sample", "--whole-layers", "conv3", "--out", probes], capsys
+    )
+    assert code == 0, err
+    with h5py.File(os.path.join(probes, "games", "game_00000.h5")) as game:
+        assert game["agents/0/conv3"].shape[1] == 64 * 7 * 7 and game["agents/0/conv2"].shape[1] == 1024
+    out = str(tmp_path / "features")
+    code, stdout, err = run(
+        ["probe", "features", agent, "--probes", probes, "--layer", "conv3", "--size", "8", "--k", "2"]
+        + ["--epochs", "1", "--games", "0", "--allow-small-test", "--out", out],
+        capsys,
+    )
+    assert code == 0, err
+    dictionary = load_dictionary(os.path.join(out, "dictionary.pt"))
+    assert dictionary.layer == "conv3" and dictionary.width == 3136
+    code, _, err = run(
+        ["probe", "steer", agent, "--dictionary", os.path.join(out, "dictionary.pt"), "--features", "0"]
+        + ["--alpha", "5", "--games", "1", "--out", str(tmp_path / "steer")],
+        capsys,
+    )
+    assert code == 0, err
+    with open(tmp_path / "steer" / "steer.csv") as handle:
+        assert float(list(csv.DictReader(handle))[1]["edit_size"]) > 0
+
+    bad = tmp_path / "bad"
+    code, _, err = run(
+        ["probe", "collect", agent, "--frames", "100", "--whole-layers", "conv3,conv9", "--out", str(bad)], capsys
+    )
+    assert code == 1 and "has no layer 'conv9' (its layers: input, conv1, conv2, conv3, fc)" in err, err
+    assert len(err.strip().splitlines()) == 1 and not bad.exists()
+
+
 def test_steering_along_a_feature_plays_paired_games_beside_a_random_direction(
     collected, small_dictionary, tmp_path, capsys
 ):

@@ -46,6 +46,13 @@ def add_probe(commands) -> None:
     )
     collect.add_argument("--sample", action="store_true", help="the first agent samples its actions instead of greedy")
     collect.add_argument("--seed", type=integer, default=0, help="game seed (default 0)")
+    collect.add_argument(
+        "--whole-layers",
+        default="",
+        metavar="LAYERS",
+        help="comma-separated layers to store whole instead of through the random projection (e.g. conv3, for a "
+        "dictionary of it with probe features; the Nature network's conv3 is 3,136 floats a frame)",
+    )
     fit = steps.add_parser("fit", help="fit linear probes per agent, layer and label; write probes.csv and probes.md")
     fit.add_argument("out", metavar="DIR", help="a folder written by pongrl probe collect")
     fit.add_argument("--layers", nargs="+", help="only these layers (default all)")
@@ -253,7 +260,15 @@ def _collect(args) -> int:
 
     with _progress(args.frames, "frame") as bar:
         summary = collect(
-            args.agents, args.frames, args.out, args.opponent, args.sample, args.seed, bar.update, side=args.side
+            args.agents,
+            args.frames,
+            args.out,
+            args.opponent,
+            args.sample,
+            args.seed,
+            bar.update,
+            side=args.side,
+            whole_layers=tuple(name.strip() for name in args.whole_layers.split(",") if name.strip()),
         )
     print(
         f"{args.out}: {summary['frames']:,} frames in {summary['games']} games, layers of "

@@ -9,7 +9,9 @@ and so does an untrained network of each architecture among them (seeded weights
 baseline of AtariARI's table). Layers wider than
 REDUCED_WIDTH floats (the input and the convolutions) are stored through a fixed random projection to
 REDUCED_WIDTH dimensions (a seeded Gaussian matrix, the same for every run and checkpoint; by the
-Johnson-Lindenstrauss lemma a linear probe loses little), the others whole, as float16.
+Johnson-Lindenstrauss lemma a linear probe loses little), the others whole, as float16. Layers named in
+`whole_layers` are stored whole however wide: a sparse dictionary (`probe features`) needs a layer's own
+coordinates, to splice its reconstruction into the network and to steer along its features.
 
 Storage: one HDF5 file per game (`DIR/games/game_NNNNN.h5`, datasets chunked by rows), written to a temp
 file as the game is played (the layers of every CHUNK_FRAMES frames at a time) and renamed when the game is
@@ -57,12 +59,20 @@ def projection(layer: str, width: int) -> torch.Tensor | None:
     return torch.randn(width, REDUCED_WIDTH, generator=generator) / REDUCED_WIDTH**0.5
 
 
+def stored_projection(settings: dict, layer: str, width: int) -> torch.Tensor | None:
+    """The projection a collect with these settings stored `layer` through, or None where it stored it whole."""
+    if not settings.get("reduced_width") or layer in settings.get("whole_layers", ()):
+        return None
+    return projection(layer, width)
+
+
 class Recorder:
     """One agent's layers, reduced as documented above."""
 
-    def __init__(self, agent: Agent, reduce_layers: bool = True):
+    def __init__(self, agent: Agent, reduce_layers: bool = True, whole_layers: tuple[str, ...] = ()):
         self.agent = agent
         self.reduce_layers = reduce_layers  # False: every layer whole (to measure what the reduction costs)
+        self.whole_layers = whole_layers
         self._projections: dict[str, torch.Tensor | None] = {}
 
     def layers(self, observations: np.ndarray, inputs: dict | None = None) -> dict[str, np.ndarray]:
@@ -76,7 +86,8 @@ class Recorder:
                 if name == "input" and known is not None:
                     continue
                 if name not in self._projections:
-                    self._projections[name] = projection(name, values.shape[1]) if self.reduce_layers else None
+                    reduced = self.reduce_layers and name not in self.whole_layers
+                    self._projections[name] = projection(name, values.shape[1]) if reduced else None
                 matrix = self._projections[name]
                 reduced = values if matrix is None else (torch.from_numpy(values) @ matrix).numpy()
                 parts.setdefault(name, []).append(reduced.astype(np.float16))
@@ -178,8 +189,10 @@ def collect(
     progress=None,
     reduce_layers: bool = True,
     side: str = "right",
+    whole_layers: tuple[str, ...] = (),
 ) -> dict:
     """Play and record until `frames` agent steps are stored (whole games, the last one cut at `frames`).
+    `whole_layers` names layers stored whole however wide (e.g. ("conv3",), for a dictionary of it);
     `reduce_layers=False` stores every layer whole (benchmarks/probe_projection.py measures what the
     projection costs that way). Returns a summary: frames, games, agents."""
     if frames <= 0:
@@ -196,6 +209,16 @@ def collect(
         raise PongrlError("probe collect records trained agents' layers: builtin has none")
     rival = None if against_builtin else load_player(opponent)
     agents = [player.agent for player in players]
+    whole_layers = tuple(sorted(set(whole_layers)))
+    if whole_layers:
+        from pongrl.probes.intervene import steerable_layers
+
+        known = ["input", *steerable_layers(agents[0])]
+        unknown = [layer for layer in whole_layers if layer not in known]
+        if unknown:
+            raise PongrlError(
+                f"--whole-layers: {agents[0].name} has no layer {unknown[0]!r} (its layers: {', '.join(known)})"
+            )
     twins = untrained_twins(agents)
     agents += twins
     named = [
@@ -230,6 +253,8 @@ def collect(
         "reduced_width": REDUCED_WIDTH if reduce_layers else None,
         "projection_seed": PROJECTION_SEED,
     }
+    if whole_layers:  # only when named, so that collects made before this setting existed continue as they were
+        settings["whole_layers"] = list(whole_layers)
     settings_path = os.path.join(out_dir, SETTINGS_FILE)
     if os.path.exists(settings_path):
         with open(settings_path) as handle:
@@ -245,7 +270,7 @@ def collect(
     # The frames asked for, so that fit can tell an interrupted collect (it never shrinks what is there).
     atomic_write_bytes(settings_path, json.dumps({**settings, "frames": max(frames, stored)}, indent=1).encode())
 
-    recorders = [Recorder(agent, reduce_layers) for agent in agents]
+    recorders = [Recorder(agent, reduce_layers, whole_layers) for agent in agents]
     game = len(done_files)
     rng = np.random.default_rng([seed, game])
     # Ctrl-C stops the collect between two agent steps, never inside an h5py write or a forward pass: the

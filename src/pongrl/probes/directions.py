@@ -83,7 +83,7 @@ def fit_direction(
     the `held` labels fixed too, if any: module docstring)."""
     from sklearn.linear_model import Ridge
 
-    from pongrl.probes.collect import projection
+    from pongrl.probes.collect import stored_projection
     from pongrl.probes.fit import RIDGE_ALPHAS, VALIDATION_FRACTION, ProbeData, split_games
 
     data = ProbeData(collect_dir)
@@ -133,7 +133,7 @@ def fit_direction(
     r2 = 1 - np.sum((predicted - y_test) ** 2) / max(np.sum((y_test - y_test.mean()) ** 2), 1e-12)
     stored_weights = model.coef_ / std  # the reading is x_stored . stored_weights + a constant
     width = layer_width(agent, layer)
-    matrix = projection(layer, width) if data.settings.get("reduced_width") else None
+    matrix = stored_projection(data.settings, layer, width)
     if matrix is not None and stored_weights.shape[0] != width:
         weights = matrix.double().numpy() @ stored_weights
     else:

@@ -16,7 +16,8 @@ collect`), on the train games of `probe fit`'s split (whole games), and judged o
   feature matches a label where its R^2 passes both MIN_MATCH_R2 and the best control R^2 of any feature for that
   label.
 A dictionary can be made of the layers that the collect stored whole (not through its random projection: a
-feature must be a direction of the layer itself, to splice and to steer along) and that the policy passes on.
+feature must be a direction of the layer itself, to splice and to steer along: `probe collect --whole-layers
+conv3` stores a convolution so) and that the policy passes on.
 """
 
 from __future__ import annotations
@@ -41,16 +42,15 @@ COLUMNS = ["feature", "frequency", "mean_activation", "best_label", "best_r2", "
 
 def dictionary_layers(agent, data, index: int) -> list[str]:
     """The layers of `agent` (the collect's agent `index`) a dictionary can be learned of (module docstring)."""
-    from pongrl.probes.collect import projection
+    from pongrl.probes.collect import stored_projection
     from pongrl.probes.directions import layer_width
     from pongrl.probes.intervene import steerable_layers
 
-    reduced = bool(data.settings.get("reduced_width"))
     return [
         layer
         for layer in steerable_layers(agent)
         if layer in data.layers.get(index, [])
-        and not (reduced and projection(layer, layer_width(agent, layer)) is not None)
+        and stored_projection(data.settings, layer, layer_width(agent, layer)) is None
     ]
 
 
@@ -95,7 +95,8 @@ def learn_features(
     if layer not in available:
         raise PongrlError(
             f"no layer {layer!r} to learn a dictionary of in {agent.name} (layers stored whole in {collect_dir} "
-            f"that its policy passes on: {', '.join(available) or 'none'})"
+            f"that its policy passes on: {', '.join(available) or 'none'}; a convolution is stored whole by "
+            f"probe collect --whole-layers {layer})"
         )
     train_games, test_games = split_games(data.frames_of, seed)
     train_frames = sum(data.frames_of[game] for game in train_games)
