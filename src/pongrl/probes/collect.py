@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from pongrl.agent import Agent, PolicyAgent, QAgent
-from pongrl.game import LEFT, MAX_START_NOOP_FRAMES, NUM_ACTIONS, RIGHT
+from pongrl.game import FRAME_SIZE, FRAME_STACK, LEFT, MAX_START_NOOP_FRAMES, NUM_ACTIONS, RIGHT
 from pongrl.arena import BUILTIN, load_player
 from pongrl.runner import BUILTIN as BUILTIN_AI
 from pongrl.runner import AgentPlayer, GamePlan, play_games
@@ -210,10 +210,9 @@ def collect(
     rival = None if against_builtin else load_player(opponent)
     agents = [player.agent for player in players]
     whole_layers = tuple(sorted(set(whole_layers)))
-    if whole_layers:
-        from pongrl.probes.intervene import steerable_layers
-
-        known = ["input", *steerable_layers(agents[0])]
+    if whole_layers:  # the layers' names, from one blank observation
+        blank = np.zeros((1, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+        known = [name for name in agents[0].layers(blank) if name not in ("output", "value")]
         unknown = [layer for layer in whole_layers if layer not in known]
         if unknown:
             raise PongrlError(
