@@ -239,8 +239,9 @@ def plot_feature_matches(dictionaries: dict, path: str) -> str:
         axis.bar(positions, counts, width, label=f"{name}: {matched:,} of {live:,} live features match a label")
     axis.set_xticks(np.arange(len(labels)), labels, rotation=35, ha="right")
     axis.set_ylabel("features matching the label")
+    layers = sorted({dictionary.layer for dictionary in dictionaries.values()})
     axis.set_title(
-        f"{dictionaries and next(iter(dictionaries.values())).layer} features matching each label "
+        f"{layers[0] + ' ' if len(layers) == 1 else ''}features matching each label "
         "(test R^2 above 0.1 and every feature's on shifted labels)"
     )
     axis.grid(axis="y", alpha=0.3)
