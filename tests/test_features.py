@@ -298,11 +298,12 @@ def test_a_convolution_stored_whole_gets_a_dictionary_that_steers(collected, tmp
         assert float(list(csv.DictReader(handle))[1]["edit_size"]) > 0
 
     bad = tmp_path / "bad"
-    code, _, err = run(
-        ["probe", "collect", agent, "--frames", "100", "--whole-layers", "conv3,conv9", "--out", str(bad)], capsys
-    )
-    assert code == 1 and "has no layer 'conv9' (its layers: input, conv1, conv2, conv3, fc)" in err, err
-    assert len(err.strip().splitlines()) == 1 and not bad.exists()
+    for who in (agent, "zoo:selfplay-mix"):  # both observation profiles (the self-play agents' frames are channel-last)
+        code, _, err = run(
+            ["probe", "collect", who, "--frames", "100", "--whole-layers", "conv3,conv9", "--out", str(bad)], capsys
+        )
+        assert code == 1 and "has no layer 'conv9' (its layers: input, conv1, conv2, conv3, fc)" in err, err
+        assert len(err.strip().splitlines()) == 1 and not bad.exists()
 
 
 def test_steering_along_a_feature_plays_paired_games_beside_a_random_direction(

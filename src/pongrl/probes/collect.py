@@ -37,7 +37,7 @@ from pongrl.runner import BUILTIN as BUILTIN_AI
 from pongrl.runner import AgentPlayer, GamePlan, play_games
 from pongrl.checkpoint import TEMP_PREFIX, atomic_write_bytes, atomic_write_file
 from pongrl.errors import PongrlError
-from pongrl.nets import ActorCritic, head_settings, q_network_for, torso_kind
+from pongrl.nets import ActorCritic, head_settings, q_network_for, torso_kind, torso_layers
 from pongrl.probes.labels import STEP_LABELS, predictive_labels, read_labels
 from pongrl.run import StopSignal
 
@@ -210,9 +210,10 @@ def collect(
     rival = None if against_builtin else load_player(opponent)
     agents = [player.agent for player in players]
     whole_layers = tuple(sorted(set(whole_layers)))
-    if whole_layers:  # the layers' names, from one blank observation
-        blank = np.zeros((1, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
-        known = [name for name in agents[0].layers(blank) if name not in ("output", "value")]
+    if whole_layers:  # the layers' names, from the torso on one blank network input (the same shape for every agent)
+        torso, _ = agents[0].policy_parts()
+        with torch.inference_mode():
+            known = ["input", *torso_layers(torso, torch.zeros(1, FRAME_STACK, FRAME_SIZE, FRAME_SIZE))]
         unknown = [layer for layer in whole_layers if layer not in known]
         if unknown:
             raise PongrlError(
