@@ -69,10 +69,9 @@ def stored_projection(settings: dict, layer: str, width: int) -> torch.Tensor | 
 class Recorder:
     """One agent's layers, reduced as documented above."""
 
-    def __init__(self, agent: Agent, reduce_layers: bool = True, whole_layers: tuple[str, ...] = ()):
+    def __init__(self, agent: Agent, settings: dict):
         self.agent = agent
-        self.reduce_layers = reduce_layers  # False: every layer whole (to measure what the reduction costs)
-        self.whole_layers = whole_layers
+        self.settings = settings  # the collect's: which layers it stores through a projection (stored_projection)
         self._projections: dict[str, torch.Tensor | None] = {}
 
     def layers(self, observations: np.ndarray, inputs: dict | None = None) -> dict[str, np.ndarray]:
@@ -86,8 +85,7 @@ class Recorder:
                 if name == "input" and known is not None:
                     continue
                 if name not in self._projections:
-                    reduced = self.reduce_layers and name not in self.whole_layers
-                    self._projections[name] = projection(name, values.shape[1]) if reduced else None
+                    self._projections[name] = stored_projection(self.settings, name, values.shape[1])
                 matrix = self._projections[name]
                 reduced = values if matrix is None else (torch.from_numpy(values) @ matrix).numpy()
                 parts.setdefault(name, []).append(reduced.astype(np.float16))
@@ -270,7 +268,7 @@ def collect(
     # The frames asked for, so that fit can tell an interrupted collect (it never shrinks what is there).
     atomic_write_bytes(settings_path, json.dumps({**settings, "frames": max(frames, stored)}, indent=1).encode())
 
-    recorders = [Recorder(agent, reduce_layers, whole_layers) for agent in agents]
+    recorders = [Recorder(agent, settings) for agent in agents]
     game = len(done_files)
     rng = np.random.default_rng([seed, game])
     # Ctrl-C stops the collect between two agent steps, never inside an h5py write or a forward pass: the

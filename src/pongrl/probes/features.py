@@ -95,8 +95,8 @@ def learn_features(
     if layer not in available:
         raise PongrlError(
             f"no layer {layer!r} to learn a dictionary of in {agent.name} (layers stored whole in {collect_dir} "
-            f"that its policy passes on: {', '.join(available) or 'none'}; a convolution is stored whole by "
-            f"probe collect --whole-layers {layer})"
+            f"that its policy passes on: {', '.join(available) or 'none'}; probe collect --whole-layers "
+            f"LAYER stores a convolution whole)"
         )
     train_games, test_games = split_games(data.frames_of, seed)
     train_frames = sum(data.frames_of[game] for game in train_games)
