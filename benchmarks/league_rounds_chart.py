@@ -1,6 +1,6 @@
 """The round curves of a league that went on in a new directory (a new machine, started from the last committed
 main), drawn as one: each league's `rounds.csv` placed after the rounds before it, with a line where its settings
-changed (its `league.json` history) and where it began.
+changed (its `league.json` history) and where it began, numbered and listed under the chart.
 
     python benchmarks/league_rounds_chart.py docs/data/league docs/data/league2:7 \
         --out docs/assets/league/rounds_all.png
@@ -19,7 +19,7 @@ import os
 import sys
 
 CURVES = (
-    ("builtin_sticky", "main vs built-in AI, sticky 0.25 (20 games)"),
+    ("builtin_sticky", "main vs built-in AI, sticky 0.25"),
     ("builtin_exact", "main vs built-in AI, 31 exact starts"),
     ("battery_worst", "main's worst case, battery"),
     ("league_worst", "main's worst case, league"),
@@ -34,6 +34,15 @@ def read_league(folder: str) -> tuple[list[dict], list[dict], dict]:
     with open(os.path.join(folder, "league.json")) as handle:
         saved = json.load(handle)
     return rounds, saved["history"], saved["settings"]
+
+
+def initial_settings(settings: dict, history: list[dict]) -> dict:
+    """A league's settings at its round 0: its current ones with every recorded change undone."""
+    first = dict(settings)
+    for change in reversed(history):
+        if isinstance(change["settings"], dict):
+            first.update({name: old for name, (old, _) in change["settings"].items()})
+    return first
 
 
 def changed(before: dict, after: dict) -> str:
@@ -53,7 +62,7 @@ def main() -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(11.5, 4.8))
+    figure, axes = plt.subplots(figsize=(11.5, 5.4))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     marks = []  # (round, text) for the vertical lines
     previous = None
@@ -66,7 +75,7 @@ def main() -> int:
             return 1
         start = int(offset or 0)
         if previous is not None:
-            difference = changed(previous, settings)
+            difference = changed(previous, initial_settings(settings, history))
             marks.append((start, f"new league from round {start}'s main" + (f": {difference}" if difference else "")))
         previous = settings
         for change in history:
@@ -86,24 +95,18 @@ def main() -> int:
             )
         for row, at in zip(rounds, x):
             print(f"{folder}: round {row['round']} at {at}: " + ", ".join(f"{c} {row[c]}" for c, _ in CURVES))
-    for at, text in marks:
+    for index, (at, _) in enumerate(marks, start=1):
         axes.axvline(at, color="black", linewidth=0.8, linestyle=":")
-        axes.text(
-            at + 0.05,
-            -20.5,
-            text,
-            rotation=90,
-            fontsize=7,
-            va="bottom",
-            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1},
-        )
+        axes.text(at + 0.08, 19.5, str(index), fontsize=8, va="top")
+    notes = "\n".join(f"{index}: round {at}, {text}" for index, (at, text) in enumerate(marks, start=1))
+    figure.text(0.01, 0.01, notes, fontsize=7, va="bottom", ha="left")
     axes.axhline(0, color="grey", linewidth=0.8)
     axes.set_xlabel("round (a later league's rounds dashed, counted on from the main it started from)")
     axes.set_ylabel("points per game")
     axes.set_ylim(-21.5, 21.5)
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes.grid(alpha=0.3)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.03 + 0.027 * len(marks), 1, 1))
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     figure.savefig(args.out, dpi=110)
     print(args.out)

@@ -50,12 +50,25 @@ def main() -> int:
         agent = load_agent(os.path.join(args.league_dir, schedule.member_file(main_name)))
         path = os.path.join(args.out, f"{main_name}.safetensors")
         for old in os.listdir(args.out):  # only the latest main is kept here
-            if old.startswith("main-r") and old.endswith(".safetensors"):
+            if old.startswith("main-r") and old.endswith(".safetensors") and old != os.path.basename(path):
                 os.unlink(os.path.join(args.out, old))
-        save_safetensors_agent(path, agent.state_dict(), "selfplay", agent.env_step, "seed", torch.float16)
-        written.append(path)
+        # Saved again, the same weights give other bytes (the metadata's order is not fixed): a main already
+        # written is left as it is, so that its file changes only when the main does.
+        if not (os.path.exists(path) and same_weights(load_agent(path), agent)):
+            save_safetensors_agent(path, agent.state_dict(), "selfplay", agent.env_step, "seed", torch.float16)
+            written.append(path)
     print("\n".join(written))
     return 0
+
+
+def same_weights(saved, agent) -> bool:
+    """Whether `saved` (a float16 copy) holds `agent`'s weights at float16 and the same env step."""
+    ours, theirs = saved.state_dict(), agent.state_dict()
+    return (
+        saved.env_step == agent.env_step
+        and ours.keys() == theirs.keys()
+        and all(torch.equal(ours[k].half(), theirs[k].half()) for k in ours)
+    )
 
 
 if __name__ == "__main__":
