@@ -112,6 +112,11 @@ def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys,
     assert all_jobs(league)["r001-main-exploiter"]["init"] == ""
     assert plan["jobs"]["r002-main-exploiter"]["init"] == schedule.member_file("mx-r001")
     assert plan["jobs"]["r002-main-exploiter"]["target"] == schedule.member_file("main-r001")
+    # a member's matches wait only for the training of the members they play: the main's for the main's alone
+    training = ["r002-main", "r002-main-exploiter", "r002-league-exploiter"]
+    assert plan["jobs"]["r002-matches-main-r002"]["after"] == training[:1]
+    assert plan["jobs"]["r002-matches-mx-r002"]["after"] == training[:2]
+    assert plan["jobs"]["r002-matches-lx-r002"]["after"] == training
     payoff = json.load(open(league / "payoff.json"))
     # each pair is in the table both ways, one the other's negative
     assert payoff["mx-r001"]["main-r000"]["point_difference"] == -payoff["main-r000"]["mx-r001"]["point_difference"]

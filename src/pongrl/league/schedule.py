@@ -284,7 +284,9 @@ def matches_jobs(
     settings: LeagueSettings, league: list[dict], new: list[dict], number: int, seed: int, after: list[str] = ()
 ) -> dict:
     """Each new member against every member before it (the league, then the new ones listed earlier), the
-    battery, and, for a main, the built-in AI under both protocols."""
+    battery, and, for a main, the built-in AI under both protocols. `after` lists the jobs that train the new
+    members, in their order: a member's matches wait for its own training and that of the new ones it plays, not
+    for the rest (so the main's matches use a core while the exploiters still train)."""
     battery = scripted_names(settings.battery) if settings.battery.strip() else []
     jobs = {}
     for index, member in enumerate(new):
@@ -300,7 +302,7 @@ def matches_jobs(
             "sticky_actions": settings.sticky_actions,
             "max_frames": settings.max_frames,
             "seed": seed + 5,
-            "after": list(after),
+            "after": list(after[: index + 1]),
         }
     return jobs
 
