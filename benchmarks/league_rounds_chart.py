@@ -2,7 +2,7 @@
 main), drawn as one: each league's `rounds.csv` placed after the rounds before it, with a line where its settings
 changed (its `league.json` history) and where it began, numbered and listed under the chart.
 
-    python benchmarks/league_rounds_chart.py docs/data/league docs/data/league2:7 \
+    python benchmarks/league_rounds_chart.py docs/data/league docs/data/league2:7 docs/data/league3:8 \
         --out docs/assets/league/rounds_all.png
 
 Each argument is a folder with a league's rounds.csv and league.json (as benchmarks/league_state.py writes them),

@@ -1,6 +1,7 @@
 """Copy a league's small state into the repository, so that a new machine can continue from it and the docs can
 show it: its settings and history, the rounds' plans, the payoff table and round summaries, the charts, and the
-latest complete round's main in float16.
+newest main in float16 as soon as it is trained (before its matches: a lost league
+directory then costs no more than their measurements).
 
     python benchmarks/league_state.py ~/runs/league --out docs/data/league --charts docs/assets/league
 
@@ -19,6 +20,7 @@ import torch
 from pongrl.agent import load_agent, save_safetensors_agent
 from pongrl.errors import PongrlError
 from pongrl.league import schedule, settings, tables
+from pongrl.opponents import weights_digest
 
 
 def main() -> int:
@@ -33,7 +35,6 @@ def main() -> int:
         print(f"league_state.py: {error}", file=sys.stderr)
         return 1
     made = tables.write_tables(args.league_dir)
-    rounds = tables.complete_rounds(args.league_dir)
     os.makedirs(os.path.join(args.out, "rounds"), exist_ok=True)
     os.makedirs(args.charts, exist_ok=True)
     written = []
@@ -45,8 +46,13 @@ def main() -> int:
         written.append(shutil.copy(schedule.round_file(args.league_dir, number), os.path.join(args.out, "rounds")))
     for chart in made.get("charts", []):
         written.append(shutil.copy(chart, args.charts))
-    if rounds > 1:
-        main_name = schedule.member_name("main", rounds - 1)
+    trained = [
+        number
+        for number in range(1, schedule.rounds_started(args.league_dir))
+        if schedule.done(args.league_dir, f"r{number:03d}-main")
+    ]
+    if trained:
+        main_name = schedule.member_name("main", trained[-1])
         agent = load_agent(os.path.join(args.league_dir, schedule.member_file(main_name)))
         path = os.path.join(args.out, f"{main_name}.safetensors")
         for old in os.listdir(args.out):  # only the latest main is kept here
@@ -54,21 +60,19 @@ def main() -> int:
                 os.unlink(os.path.join(args.out, old))
         # Saved again, the same weights give other bytes (the metadata's order is not fixed): a main already
         # written is left as it is, so that its file changes only when the main does.
-        if not (os.path.exists(path) and same_weights(load_agent(path), agent)):
+        if not (os.path.exists(path) and unchanged(path, agent)):
             save_safetensors_agent(path, agent.state_dict(), "selfplay", agent.env_step, "seed", torch.float16)
             written.append(path)
     print("\n".join(written))
     return 0
 
 
-def same_weights(saved, agent) -> bool:
-    """Whether `saved` (a float16 copy) holds `agent`'s weights at float16 and the same env step."""
-    ours, theirs = saved.state_dict(), agent.state_dict()
-    return (
-        saved.env_step == agent.env_step
-        and ours.keys() == theirs.keys()
-        and all(torch.equal(ours[k].half(), theirs[k].half()) for k in ours)
-    )
+def unchanged(path: str, agent) -> bool:
+    """Whether the float16 copy at `path` holds `agent` as it would be saved now: its env step, and its weights at
+    float16."""
+    saved = load_agent(path)
+    at_half = {name: tensor.half() for name, tensor in agent.state_dict().items()}
+    return saved.env_step == agent.env_step and weights_digest(saved.state_dict()) == weights_digest(at_half)
 
 
 if __name__ == "__main__":

@@ -276,17 +276,24 @@ def plan_round(league_dir: str, settings: LeagueSettings, number: int) -> dict:
         {"name": job["member"], "spec": member_file(job["member"]), "role": job["role"], "round": number}
         for job in jobs.values()
     ]
-    jobs.update(matches_jobs(settings, league, new, number, seed, after=list(jobs)))
+    trained_by = {job["member"]: job_id for job_id, job in jobs.items()}
+    jobs.update(matches_jobs(settings, league, new, number, seed, trained_by))
     return {"round": number, "new_members": new, "jobs": jobs}
 
 
 def matches_jobs(
-    settings: LeagueSettings, league: list[dict], new: list[dict], number: int, seed: int, after: list[str] = ()
+    settings: LeagueSettings,
+    league: list[dict],
+    new: list[dict],
+    number: int,
+    seed: int,
+    trained_by: dict[str, str] | None = None,
 ) -> dict:
     """Each new member against every member before it (the league, then the new ones listed earlier), the
-    battery, and, for a main, the built-in AI under both protocols. `after` lists the jobs that train the new
-    members, in their order: a member's matches wait for its own training and that of the new ones it plays, not
-    for the rest (so the main's matches use a core while the exploiters still train)."""
+    battery, and, for a main, the built-in AI under both protocols. `trained_by` names the job that trains each
+    new member: a member's matches wait for its own training and that of the new ones it plays, not for the rest
+    (so the main's matches use a core while the exploiters still train)."""
+    trained_by = trained_by or {}
     battery = scripted_names(settings.battery) if settings.battery.strip() else []
     jobs = {}
     for index, member in enumerate(new):
@@ -302,7 +309,7 @@ def matches_jobs(
             "sticky_actions": settings.sticky_actions,
             "max_frames": settings.max_frames,
             "seed": seed + 5,
-            "after": list(after[: index + 1]),
+            "after": [trained_by[other["name"]] for other in new[: index + 1] if other["name"] in trained_by],
         }
     return jobs
 
