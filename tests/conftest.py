@@ -1,9 +1,14 @@
-"""What several test files share: a real browser (Debian's headless Chromium through Selenium)."""
+"""What several test files share: one torch thread per process, and a real browser (Debian's headless Chromium through
+Selenium)."""
 
 import os
 import shutil
 
 import pytest
+
+# The suite runs on two workers, a core each (pyproject.toml): one torch thread per process, here and in the commands
+# the tests start, as threads that wait on each other across busy cores cost these small networks more than they bring.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 # CI installs the browser and sets this, so that a missing browser fails there instead of skipping.

@@ -159,6 +159,7 @@ def test_resuming_a_run_to_the_total_it_reached_says_it_is_complete_and_writes_n
 
 def test_eval_plays_whole_games(trained_run, capsys):
     threads_before = torch.get_num_threads()
+    torch.set_num_threads(2)  # not what the flag asks, so that the assertion below can fail
     try:
         code, out, err = run(["eval", trained_run, "--episodes", "1", "--json", "--torch-threads", "1"], capsys)
         assert torch.get_num_threads() == 1  # the flag reached torch (eval shares a machine with training runs)
