@@ -16,7 +16,7 @@ network, observation profile, env steps, the training command, the weights' SHA-
 that wrote them, and two scores against the built-in AI
 measured on the shipped file itself (pongrl.evaluation.evaluate_protocols), with the command that replays them:
 - greedy from each of the protocol's 31 no-op starts (exact: the emulator is deterministic; a test
-  replays it and checks every start's score), with how many distinct games they were;
+  replays seven of the starts and checks their scores), with how many distinct games they were;
 - 100 greedy games under sticky actions 0.25, seed 0 (the ALE v5 protocol), with the 95% interval;
 - for agents with the self-play card's view, also 30 greedy games under sticky actions 0.25, seed 0, through the
   card's own chain (Gymnasium's PongNoFrameskip-v4 with SuperSuit's wrappers, games started without no-op frames:
