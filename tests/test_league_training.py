@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+import yaml
 
 from cli_helpers import run
 from pongrl.agent import save_safetensors_agent
@@ -98,11 +99,18 @@ def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys,
     assert all_jobs(league)["r001-main"]["init"] == schedule.member_file("main-r000")
     os.unlink(tmp_path / "init.safetensors")
     flags[flags.index("--rounds") + 1] = "2"
-    code, out, err = run(["train", "league", "league", *flags, "--change", "rounds", "--workers", "2"], capsys)
+    flags += ["--ent-coef", "0.005"]
+    code, out, err = run(["train", "league", "league", *flags, "--change", "rounds,ent-coef", "--workers", "2"], capsys)
     assert code == 0, err
     check_complete(league, 2)
     plan = schedule.read_round(str(league), 2)
     main = plan["jobs"]["r002-main"]
+    # a change holds from the next round on, and the history says from which
+    assert all_jobs(league)["r001-main"]["settings"]["ent_coef"] == 0.01 and main["settings"]["ent_coef"] == 0.005
+    change = json.load(open(league / "league.json"))["history"][-1]
+    assert change["round"] == 2 and change["settings"]["ent_coef"] == [0.01, 0.005]
+    trained_with = yaml.safe_load(open(league / "jobs" / "r002-main" / "run" / "config.yaml"))
+    assert trained_with["ent_coef"] == 0.005
     # round 2's main starts from round 1's, meets the members of round 1 but itself, weighted by matchmaking
     assert main["init"] == schedule.member_file("main-r001")
     assert main["opponents"] == ["main-r000", "mx-r001", "lx-r001"]

@@ -237,6 +237,7 @@ def plan_round(league_dir: str, settings: LeagueSettings, number: int) -> dict:
             **league_mix(settings, league_dir, opponents, weights),
             "learning_rate": settings.learning_rate,
             "anneal_lr": False,
+            "ent_coef": settings.ent_coef,
         },
         "opponents": [member["name"] for member in opponents],
         "weights": weights,

@@ -69,6 +69,9 @@ class LeagueSettings:
     learning_rate: float = 1e-4
     """Adam's learning rate of the main (constant: a league trains on and on); each exploiter trains at PPO's
     2.5e-4, decaying to 0 over its steps."""
+    ent_coef: float = 0.01
+    """PPO's entropy bonus for the main (each exploiter keeps 0.01): lower lets its policy sharpen, so that the
+    actions it samples in training come closer to the greedy ones it is scored by."""
     num_envs: int = 16
     """Players per training rollout (two per game)."""
     network: str = "nature"
@@ -127,6 +130,8 @@ def validate(settings: LeagueSettings) -> None:
         raise PongrlError("the main's shares of games (built-in, scripted, league, snapshots) add up to more than 1")
     if not 0.0 <= settings.sticky_actions < 1.0:
         raise PongrlError("--sticky-actions must be in [0, 1)")
+    if settings.ent_coef < 0 or settings.learning_rate <= 0:
+        raise PongrlError("--ent-coef must be at least 0 and --learning-rate above 0")
     if settings.builtin_games < 0 or settings.league_exploiter_reset < 1 or settings.max_opponents < 1:
         raise PongrlError("--builtin-games must be at least 0, --league-exploiter-reset and --max-opponents at least 1")
     if settings.battery.strip():
