@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import os
 import sys
+
+from pongrl.league.settings import LeagueSettings
 
 CURVES = (
     ("builtin_sticky", "main vs built-in AI, sticky 0.25"),
@@ -33,7 +36,9 @@ def read_league(folder: str) -> tuple[list[dict], list[dict], dict]:
         rounds = list(csv.DictReader(handle))
     with open(os.path.join(folder, "league.json")) as handle:
         saved = json.load(handle)
-    return rounds, saved["history"], saved["settings"]
+    # A league saved before a setting existed ran with its default, as pongrl reads it (pongrl.league.settings.load).
+    settings = {**dataclasses.asdict(LeagueSettings()), **saved["settings"]}
+    return rounds, saved["history"], settings
 
 
 def initial_settings(settings: dict, history: list[dict]) -> dict:
