@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-# One torch thread per process, here and in the commands the tests start: threads that wait on each other across
-# busy cores cost these small networks more than they bring.
+# The suite runs on two workers, a core each (pyproject.toml): one torch thread per process, here and in the commands
+# the tests start, as threads that wait on each other across busy cores cost these small networks more than they bring.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")

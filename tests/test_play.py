@@ -230,19 +230,23 @@ def test_only_the_servers_own_page_may_open_a_game():
     assert code == 0 and "Traceback" not in err, err
 
 
-def test_play_warns_when_it_listens_beyond_this_machine():
+def test_play_warns_when_it_listens_beyond_this_machine_and_stops_on_ctrl_c_at_once():
+    # Started with SIGINT ignored, as a test runner's worker or a shell's background job starts it: only the
+    # server's own handler can stop it then, so the address must not be shown before that handler is in place.
     process = subprocess.Popen(
         [sys.executable, "-m", "pongrl", "play", "zoo:" + zoo.names()[0], "--host", "0.0.0.0", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         assert "open http://0.0.0.0:" in process.stdout.readline()
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGINT)  # at once, as the address appears
         process.wait(timeout=15)
     finally:
         if process.poll() is None:
             process.kill()
+    assert process.returncode == 0 and "stopped" in process.stdout.read()
     warning = process.stderr.read()
     assert "warning: --host 0.0.0.0 lets every machine" in warning

@@ -464,7 +464,15 @@ def serve(agent_spec: str, opponent_spec: str | None, host: str, port: int, seed
             file=sys.stderr,
         )
     shown = f"[{host}]" if ":" in host else host
-    print(f"pongrl play: {what}: open http://{shown}:{bound_port}/ (Ctrl-C stops)", flush=True)
+    address_line = f"pongrl play: {what}: open http://{shown}:{bound_port}/ (Ctrl-C stops)"
+
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            # Said only once the server answers and its Ctrl-C handler is in place: a Ctrl-C sent on reading
+            # the address always stops it (a process started with SIGINT ignored would otherwise miss one).
+            print(address_line, flush=True)
+
     app = make_app(Lobby(agent, opponent, seed), served_hosts(host, bound_port))
     config = uvicorn.Config(
         app,
@@ -475,7 +483,7 @@ def serve(agent_spec: str, opponent_spec: str | None, host: str, port: int, seed
         timeout_graceful_shutdown=2,
     )
     try:
-        uvicorn.Server(config).run(sockets=[listener])
+        AnnouncingServer(config).run(sockets=[listener])
     except KeyboardInterrupt:  # uvicorn shuts down cleanly on Ctrl-C, then passes the signal on
         pass
     print("pongrl play: stopped", flush=True)

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from pongrl.checkpoint import write_csv
+from pongrl.errors import PongrlError
 from pongrl.league import schedule
 from pongrl.league.settings import load, read_json, write_json
 
@@ -233,7 +234,7 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
     if info["host"] == socket.gethostname() and not os.path.exists(f"/proc/{info['pid']}"):
         if job["kind"] != "train":
             return "stopped; plays the opponents it had not finished when its turn comes"
-        saved = _last_checkpoint(os.path.join(folder, "run"))
+        saved = schedule.saved_step(os.path.join(folder, "run"))
         return (
             f"stopped; goes on from its checkpoint at step {saved:,} when its turn comes"
             if saved
@@ -241,8 +242,10 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
         )
     if job["kind"] == "train":
         step = _last_step(os.path.join(folder, "run"))
-        if step:
-            left = elapsed / step * (job["steps"] - step) if step < job["steps"] else 0
+        # An attempt that went on from a checkpoint is timed by the steps it trained itself.
+        trained = step - info.get("from_step", 0)
+        if trained > 0:
+            left = elapsed / trained * (job["steps"] - step) if step < job["steps"] else 0
             return f"step {step:,} of {job['steps']:,} ({elapsed / 60:.0f} min, about {left / 60:.0f} min left)"
     else:
         rows = os.path.join(folder, "rows")
@@ -252,18 +255,11 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
     return f"started {elapsed / 60:.0f} min ago on {info['host']} (pid {info['pid']})"
 
 
-def _last_checkpoint(run_dir: str) -> int:
-    from pongrl.checkpoint import checkpoints_folder, read_latest
-
-    latest = read_latest(checkpoints_folder(run_dir)) if os.path.isdir(run_dir) else None
-    return int(latest.removeprefix("step_")) if latest else 0
-
-
 def _last_step(run_dir: str) -> int:
     from pongrl.run import read_metrics
 
     try:
         rows = read_metrics(run_dir)
-    except OSError:
+    except (OSError, PongrlError):  # no metrics written yet
         return 0
     return int(float(rows[-1]["env_step"])) if rows else 0
