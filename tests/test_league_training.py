@@ -173,7 +173,6 @@ def test_kill_9_of_the_driver_then_resume_loses_no_job_and_does_none_twice(tmp_p
     check_complete(league, 1)
     log = open(league / "jobs" / "r001-main" / "log.txt").read()
     assert "resuming" in log  # the main went on from its checkpoint, not from the start
-    assert json.load(open(running))["from_step"] > 0  # the attempt that finished says where it went on from
 
     # A job that fails is retried once, then reported: a member's weights lost after the fact make the next
     # round's jobs that read them fail. One more round is asked for (--change), which the history records.
@@ -187,18 +186,19 @@ def test_kill_9_of_the_driver_then_resume_loses_no_job_and_does_none_twice(tmp_p
     assert history[-1]["round"] == 2 and history[-1]["settings"] == {"rounds": [1, 2]}
 
 
-def test_status_times_a_resumed_job_by_the_steps_it_trained_itself(tmp_path):
+def test_status_times_a_resumed_job_by_its_runs_training_seconds(tmp_path):
     from pongrl.league.tables import job_state
 
     folder = tmp_path / "jobs" / "r001-main"
     (folder / "run").mkdir(parents=True)
-    (folder / "run" / "metrics.csv").write_text("env_step,loss\n550,0.1\n600,0.1\n")
-    attempt = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time() - 60, "from_step": 500}
+    # 250 steps in 60 s of training, the last 50 of them since this attempt went on from a checkpoint 10 s ago
+    (folder / "run" / "metrics.csv").write_text("env_step,wall_seconds\n200,48.0\n250,60.0\n")
+    attempt = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time() - 10}
     (folder / "running.json").write_text(json.dumps(attempt))
-    # 100 steps in a minute since it went on from step 500: 400 more take four minutes
-    assert job_state(str(tmp_path), "r001-main", {"kind": "train", "steps": 1000}).endswith("about 4 min left)")
-    (folder / "run" / "metrics.csv").unlink()  # before this attempt's first row: no estimate, and no error
-    assert job_state(str(tmp_path), "r001-main", {"kind": "train", "steps": 1000}).startswith("started 1 min ago")
+    # 750 more steps at 250 a minute take three minutes
+    assert job_state(str(tmp_path), "r001-main", {"kind": "train", "steps": 1000}).endswith("about 3 min left)")
+    (folder / "run" / "metrics.csv").unlink()  # before the run's first row: no estimate, and no error
+    assert job_state(str(tmp_path), "r001-main", {"kind": "train", "steps": 1000}).startswith("started 0 min ago")
 
 
 def test_changed_settings_are_refused_unless_named_and_bad_input_gets_one_line(tmp_path):

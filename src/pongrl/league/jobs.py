@@ -47,10 +47,10 @@ def run_job(league_dir: str, job_id: str) -> dict:
         if os.path.exists(result_path):
             return read_json(result_path)
         started = time.time()
-        attempt = {"pid": os.getpid(), "host": socket.gethostname(), "started": started}
-        if spec["kind"] == "train":
-            attempt["from_step"] = schedule.saved_step(os.path.join(folder, "run"))
-        write_json(os.path.join(folder, "running.json"), attempt)
+        write_json(
+            os.path.join(folder, "running.json"),
+            {"pid": os.getpid(), "host": socket.gethostname(), "started": started},
+        )
         if spec["kind"] == "train":
             result = train_member(league_dir, folder, spec)
         else:

@@ -38,14 +38,6 @@ def result_file(league_dir: str, job_id: str) -> str:
     return os.path.join(job_dir(league_dir, job_id), "result.json")
 
 
-def saved_step(run_dir: str) -> int:
-    """The step of a training job's last checkpoint (0 before its first)."""
-    from pongrl.checkpoint import checkpoints_folder, read_latest
-
-    latest = read_latest(checkpoints_folder(run_dir)) if os.path.isdir(run_dir) else None
-    return int(latest.removeprefix("step_")) if latest else 0
-
-
 def member_name(role: str, number: int) -> str:
     return f"{MEMBER_PREFIX[role]}-r{number:03d}"
 

@@ -234,18 +234,18 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
     if info["host"] == socket.gethostname() and not os.path.exists(f"/proc/{info['pid']}"):
         if job["kind"] != "train":
             return "stopped; plays the opponents it had not finished when its turn comes"
-        saved = schedule.saved_step(os.path.join(folder, "run"))
+        saved = _last_checkpoint(os.path.join(folder, "run"))
         return (
             f"stopped; goes on from its checkpoint at step {saved:,} when its turn comes"
             if saved
             else "stopped before its first checkpoint; starts again when its turn comes"
         )
     if job["kind"] == "train":
-        step = _last_step(os.path.join(folder, "run"))
-        # An attempt that went on from a checkpoint is timed by the steps it trained itself.
-        trained = step - info.get("from_step", 0)
-        if trained > 0:
-            left = elapsed / trained * (job["steps"] - step) if step < job["steps"] else 0
+        step, seconds = _progress(os.path.join(folder, "run"))
+        if step:
+            # The run's own training seconds, which carry over a resume: a job that went on from a checkpoint
+            # is timed by its whole run, not by this attempt's minutes.
+            left = seconds / step * (job["steps"] - step) if step < job["steps"] else 0
             return f"step {step:,} of {job['steps']:,} ({elapsed / 60:.0f} min, about {left / 60:.0f} min left)"
     else:
         rows = os.path.join(folder, "rows")
@@ -255,11 +255,19 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
     return f"started {elapsed / 60:.0f} min ago on {info['host']} (pid {info['pid']})"
 
 
-def _last_step(run_dir: str) -> int:
+def _last_checkpoint(run_dir: str) -> int:
+    from pongrl.checkpoint import checkpoints_folder, read_latest
+
+    latest = read_latest(checkpoints_folder(run_dir)) if os.path.isdir(run_dir) else None
+    return int(latest.removeprefix("step_")) if latest else 0
+
+
+def _progress(run_dir: str) -> tuple[int, float]:
+    """A training job's last metrics row: its step and the run's training seconds to it ((0, 0) before one)."""
     from pongrl.run import read_metrics
 
     try:
         rows = read_metrics(run_dir)
     except (OSError, PongrlError):  # no metrics written yet
-        return 0
-    return int(float(rows[-1]["env_step"])) if rows else 0
+        return 0, 0.0
+    return (int(float(rows[-1]["env_step"])), float(rows[-1]["wall_seconds"])) if rows else (0, 0.0)
