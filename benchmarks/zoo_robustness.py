@@ -6,13 +6,16 @@ the docs read them.
 
     pongrl exploit zoo:selfplay-builtin --steps 1000000 --run-dir ~/runs/exploit/sb --torch-threads 1
     python benchmarks/zoo_robustness.py --exploit selfplay-builtin ~/runs/exploit/sb --hardware "..."
+    pongrl exploit zoo:selfplay-builtin --init zoo:selfplay-mix --run-dir ~/runs/exploit/sb-warm --torch-threads 1
+    python benchmarks/zoo_robustness.py --exploit selfplay-builtin ~/runs/exploit/sb-warm --hardware "..."
 
 Each report (the JSON `pongrl robustness --out` writes) goes into the card of the zoo agent it judged, under
 "robustness": its rows, worst case, mean, settings, the command that made it, the date and the hardware. A report
 of an agent outside the zoo is refused, and so is one whose agent's weights changed since (the SHA-256 the
 report holds). `--exploit NAME RUN` writes the exploit run's exploitability at each of `--budgets` agent steps
-(pongrl.exploitability) under "exploitability"; a run that froze other weights than NAME's is refused (a run
-without checkpoints must name zoo:NAME as its target).
+(pongrl.exploitability) under "exploitability", one entry per recipe (where the exploiter started and its seed):
+a run of a recipe the card already holds replaces that entry, another recipe is added beside it. A run that froze
+other weights than NAME's is refused (a run without checkpoints must name zoo:NAME as its target).
 """
 
 import argparse
@@ -27,8 +30,8 @@ from pongrl.checkpoint import atomic_write_bytes
 from pongrl.opponents import weights_digest
 
 EXPLOIT_MEANING = (
-    "a fresh PPO exploiter trained against this agent, frozen (every game against it, both sides, sticky actions "
-    "0.25): points per game over its last 20-odd games by each budget of agent steps"
+    "PPO exploiters trained against this agent, frozen (every game against it, both sides, sticky actions "
+    "0.25): points per game over the exploiter's last 20-odd games by each budget of agent steps"
 )
 
 
@@ -95,20 +98,26 @@ def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: 
                 "mean_point_difference": round(found["mean_point_difference"], 1),
             }
         )
-    steps = run.config.total_steps
-    card = zoo.card(name)
-    card["exploitability"] = {
+    config = run.config
+    init = f" --init {config.init}" if config.init else ""
+    entry = {
+        "recipe": f"warm-started from {config.init}" if config.init else "from random weights",
+        "init": config.init,
+        "seed": config.seed,
         "rows": rows,
-        "meaning": EXPLOIT_MEANING,
-        "command": f"pongrl exploit zoo:{name} --steps {steps} --run-dir RUN --torch-threads 1 "
-        "--checkpoint-every 100000",
+        "command": f"pongrl exploit zoo:{name}{init} --seed {config.seed} --steps {config.total_steps} "
+        "--run-dir RUN --torch-threads 1 --checkpoint-every 100000",
         "date": time.strftime("%Y-%m-%d", time.localtime(os.path.getmtime(os.path.join(run_dir, "metrics.csv")))),
         "hardware": hardware,
     }
+    card = zoo.card(name)
+    held = card.get("exploitability", {}).get("runs", [])
+    runs = [other for other in held if (other["init"], other["seed"]) != (entry["init"], entry["seed"])]
+    card["exploitability"] = {"meaning": EXPLOIT_MEANING, "runs": runs + [entry]}
     card_path = os.path.join(zoo.FOLDER, name + ".json")
     atomic_write_bytes(card_path, (json.dumps(card, indent=1) + "\n").encode())
     differences = ", ".join(f"{row['mean_point_difference']:+.1f}" for row in rows)
-    print(f"zoo:{name}: exploitability {differences}, written to {card_path}")
+    print(f"zoo:{name}: exploitability ({entry['recipe']}, seed {config.seed}) {differences}, written to {card_path}")
 
 
 if __name__ == "__main__":

@@ -307,7 +307,9 @@ def test_model_card_names_how_each_kind_of_agent_played():
     assert how_it_plays("selfplay", True) == "with actions sampled from its policy, as in training"
 
 
-def test_a_zoo_agents_hub_card_carries_both_protocols_the_card_chain_and_its_robustness(tmp_path, capsys, monkeypatch):
+def test_a_zoo_agents_hub_card_carries_both_protocols_the_card_chain_its_robustness_and_exploiters(
+    tmp_path, capsys, monkeypatch
+):
     # A zoo agent's Hub card takes the scores measured on its shipped file, with their commands, and whatever
     # robustness figures its zoo card holds (here a planted section: per-opponent rows and a worst case).
     from huggingface_hub import ModelCard
@@ -340,6 +342,23 @@ def test_a_zoo_agents_hub_card_carries_both_protocols_the_card_chain_and_its_rob
         "mean_point_difference": 16.15,
         "command": "pongrl robustness zoo:selfplay-builtin",
     }
+    warm = {
+        "recipe": "warm-started from zoo:selfplay-mix",
+        "seed": 2,
+        "rows": [
+            {
+                "budget_agent_steps": 1000000,
+                "games": 21,
+                "points_won_per_game": 9.3,
+                "points_lost_per_game": 21.0,
+                "mean_point_difference": -11.7,
+            }
+        ],
+        "command": "pongrl exploit zoo:selfplay-builtin --init zoo:selfplay-mix --seed 2 --steps 1000000",
+        "date": "2026-12-07",
+        "hardware": "a test machine",
+    }
+    recorded["exploitability"] = {"meaning": "exploiters trained against this agent", "runs": [warm]}
     real_card = zoo.card
     monkeypatch.setattr(zoo, "card", lambda name: recorded if name == "selfplay-builtin" else real_card(name))
     out = tmp_path / "card"
@@ -363,6 +382,9 @@ def test_a_zoo_agents_hub_card_carries_both_protocols_the_card_chain_and_its_rob
     assert "## Robustness" in text and "| holds UP | 21.00 | 18.00 | 16.50..19.50 |" in text
     assert "| opponent | points_won | point_difference | ci95 |" in text, "per-game score lists stay off the table"
     assert "- mean_point_difference: 16.15" in text
+    assert "## Exploitability\n\nExploiters trained against this agent." in text
+    assert "| warm-started from zoo:selfplay-mix | 2 | 1,000,000 | 21 | 9.3 | 21.0 | -11.7 |" in text
+    assert f"\n{warm['command']}\n" in text and "seed 2 (2026-12-07, a test machine)" in text
 
 
 @pytest.mark.parametrize(

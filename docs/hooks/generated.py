@@ -174,14 +174,13 @@ def zoo_cards() -> str:
                 f"- robustness: worst case {worst['point_difference']:+.2f} a game ({worst['opponent']}), mean "
                 f"{report['mean_point_difference']:+.2f} over its opponents: `{report['command']}`"
             )
-        if card.get("exploitability"):
+        for run in card.get("exploitability", {}).get("runs", []):
             budgets = ", ".join(
-                f"{row['mean_point_difference']:+.1f} at {row['budget_agent_steps']:,}"
-                for row in card["exploitability"]["rows"]
+                f"{row['mean_point_difference']:+.1f} at {row['budget_agent_steps']:,}" for row in run["rows"]
             )
             lines.append(
-                f"- an exploiter's points a game against it, by budget of agent steps: {budgets}: "
-                f"`{card['exploitability']['command']}`"
+                f"- an exploiter {run['recipe']} (seed {run['seed']}), its point difference a game against this "
+                f"agent by budget of agent steps: {budgets}: `{run['command']}`"
             )
         if card.get("sha256"):
             lines += ["", f"SHA-256 of the weights: `{card['sha256']}`"]

@@ -74,8 +74,9 @@ def _interval(score: dict) -> str:
 def protocol_scores(spec: str, agent, games: int, seed: int) -> dict:
     """The agent's greedy scores against the built-in AI, each with the command that reproduces it: "exact" (from
     each of the 31 no-op starts), "sticky" (sticky actions 0.25) and, where pongrl has them, "card_chain" (through
-    the self-play card's own chain) and "robustness" (the zoo card's section, as it is). A zoo agent's are those
-    measured on its shipped file (its card); any other agent is played now, `games` sticky games from `seed`."""
+    the self-play card's own chain), "robustness" and "exploitability" (the zoo card's sections, as they are). A
+    zoo agent's are those measured on its shipped file (its card); any other agent is played now, `games` sticky
+    games from `seed`."""
     from pongrl.evaluation import STICKY_PROTOCOL, evaluate_protocols, summarize
 
     if zoo.is_zoo_spec(spec):
@@ -87,8 +88,9 @@ def protocol_scores(spec: str, agent, games: int, seed: int) -> dict:
                 found[key] = {**score, "ci95": summarize([{"score": s} for s in score["scores"]])["ci95"]}
         if "card_chain" in scores:
             found["card_chain"] = scores["card_chain"]
-        if recorded.get("robustness"):
-            found["robustness"] = recorded["robustness"]
+        for section in ("robustness", "exploitability"):
+            if recorded.get(section):
+                found[section] = recorded[section]
         return found
     measured = evaluate_protocols(agent, games, seed)
     return {
@@ -200,6 +202,36 @@ def robustness_text(robustness) -> str:
             lines += ["", f"```\n{value}\n```", ""]
         else:
             lines.append(f"- {key}: {_cell(value)}")
+    return "\n".join(lines).strip() + "\n"
+
+
+def exploitability_text(exploitability) -> str:
+    """A card's exploitability section in Markdown: each exploit recipe's points per game by budget, one table, and
+    the commands that trained the exploiters."""
+    runs = (exploitability or {}).get("runs", [])
+    if not runs:
+        return ""
+    lines = [
+        f"{exploitability['meaning'][0].upper()}{exploitability['meaning'][1:]}.",
+        "",
+        "| exploiter | seed | agent steps | games | points won | points lost | difference |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        for row in run["rows"]:
+            lines.append(
+                f"| {run['recipe']} | {run['seed']} | {row['budget_agent_steps']:,} | {row['games']} | "
+                f"{row['points_won_per_game']:.1f} | {row['points_lost_per_game']:.1f} | "
+                f"{row['mean_point_difference']:+.1f} |"
+            )
+    lines.append("")
+    for run in runs:
+        lines += [
+            f"{run['recipe'][0].upper()}{run['recipe'][1:]}, seed {run['seed']} ({run['date']}, {run['hardware']}):",
+            "",
+            f"```\n{run['command']}\n```",
+            "",
+        ]
     return "\n".join(lines).strip() + "\n"
 
 
@@ -324,6 +356,9 @@ game started after 0 to 30 no-op frames.
     robustness = robustness_text(scores.get("robustness"))
     if robustness:
         text += f"\n## Robustness\n\n{robustness}"
+    exploitability = exploitability_text(scores.get("exploitability"))
+    if exploitability:
+        text += f"\n## Exploitability\n\n{exploitability}"
     return text
 
 
