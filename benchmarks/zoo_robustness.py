@@ -14,8 +14,10 @@ Each report (the JSON `pongrl robustness --out` writes) goes into the card of th
 of an agent outside the zoo is refused, and so is one whose agent's weights changed since (the SHA-256 the
 report holds). `--exploit NAME RUN` writes the exploit run's exploitability at each of `--budgets` agent steps
 (pongrl.exploitability) under "exploitability", one entry per recipe (where the exploiter started and its seed):
-a run of a recipe the card already holds replaces that entry, another recipe is added beside it. A run that froze
-other weights than NAME's is refused (a run without checkpoints must name zoo:NAME as its target).
+a run of a recipe the card already holds replaces that entry, another recipe is added beside it; each entry keeps
+the run's whole curve for the chart of `pongrl card zoo:NAME`, and `--compare-with OTHER` puts OTHER's exploiters
+of the same recipes on that chart. A run that froze other weights than NAME's is refused (a run without
+checkpoints must name zoo:NAME as its target).
 """
 
 import argparse
@@ -41,13 +43,18 @@ def main() -> int:
     parser.add_argument("--hardware", required=True, help="the machine that played the games, in words")
     parser.add_argument("--exploit", nargs=2, metavar=("NAME", "RUN"), help="a zoo agent and its exploit run")
     parser.add_argument("--budgets", default="250000,500000,1000000", help="agent steps, comma-separated")
+    parser.add_argument(
+        "--compare-with",
+        metavar="OTHER",
+        help="with --exploit: the zoo agent whose exploiters of the same recipes the card's chart shows beside",
+    )
     args = parser.parse_args()
     if args.exploit:
         try:
             budgets = [int(budget) for budget in args.budgets.split(",")]
         except ValueError:
             sys.exit(f"zoo_robustness.py: --budgets {args.budgets!r}: give agent steps, comma-separated")
-        write_exploitability(*args.exploit, budgets, args.hardware)
+        write_exploitability(*args.exploit, budgets, args.hardware, args.compare_with)
     for path in args.reports:
         with open(path) as handle:
             report = json.load(handle)
@@ -72,9 +79,10 @@ def main() -> int:
     return 0
 
 
-def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: str) -> None:
-    if name not in zoo.names():
-        sys.exit(f"zoo_robustness.py: {name}: not an agent of the zoo")
+def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: str, compare_with=None) -> None:
+    for agent in (name, compare_with or name):
+        if agent not in zoo.names():
+            sys.exit(f"zoo_robustness.py: {agent}: not an agent of the zoo")
     digest = weights_digest(pongrl.load_agent(zoo.PREFIX + name).state_dict())
     try:
         run = pongrl.Run(run_dir)
@@ -98,13 +106,19 @@ def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: 
                 "mean_point_difference": round(found["mean_point_difference"], 1),
             }
         )
-    config = run.config
+    config, metrics = run.config, run.metrics()
     init = f" --init {config.init}" if config.init else ""
     entry = {
         "recipe": f"warm-started from {config.init}" if config.init else "from random weights",
         "init": config.init,
         "seed": config.seed,
         "rows": rows,
+        # the whole curve, for the card's chart: each logged step's points a game over the last 20 games
+        "curve": [
+            [int(step), round(float(value), 2)]
+            for step, value in zip(metrics["env_step"], metrics.get("return_vs_agents", ()))
+            if value == value
+        ],
         "command": f"pongrl exploit zoo:{name}{init} --seed {config.seed} --steps {config.total_steps} "
         "--run-dir RUN --torch-threads 1 --checkpoint-every 100000",
         "date": time.strftime("%Y-%m-%d", time.localtime(os.path.getmtime(os.path.join(run_dir, "metrics.csv")))),
@@ -113,7 +127,10 @@ def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: 
     card = zoo.card(name)
     held = card.get("exploitability", {}).get("runs", [])
     runs = [other for other in held if (other["init"], other["seed"]) != (entry["init"], entry["seed"])]
-    card["exploitability"] = {"meaning": EXPLOIT_MEANING, "runs": runs + [entry]}
+    compared = {"compared_with": compare_with} if compare_with else {}
+    if not compare_with and "compared_with" in card.get("exploitability", {}):
+        compared = {"compared_with": card["exploitability"]["compared_with"]}
+    card["exploitability"] = {"meaning": EXPLOIT_MEANING, **compared, "runs": runs + [entry]}
     card_path = os.path.join(zoo.FOLDER, name + ".json")
     atomic_write_bytes(card_path, (json.dumps(card, indent=1) + "\n").encode())
     differences = ", ".join(f"{row['mean_point_difference']:+.1f}" for row in rows)

@@ -344,6 +344,7 @@ def test_a_zoo_agents_hub_card_carries_both_protocols_the_card_chain_its_robustn
     }
     warm = {
         "recipe": "warm-started from zoo:selfplay-mix",
+        "init": "zoo:selfplay-mix",
         "seed": 2,
         "rows": [
             {
@@ -354,13 +355,26 @@ def test_a_zoo_agents_hub_card_carries_both_protocols_the_card_chain_its_robustn
                 "mean_point_difference": -11.7,
             }
         ],
+        "curve": [[10240, -20.0], [1000000, -11.7]],
         "command": "pongrl exploit zoo:selfplay-builtin --init zoo:selfplay-mix --seed 2 --steps 1000000",
         "date": "2026-12-07",
         "hardware": "a test machine",
     }
-    recorded["exploitability"] = {"meaning": "exploiters trained against this agent", "runs": [warm]}
+    # the card compares itself with another zoo agent: its warm-started exploiter (the same recipe, another start)
+    # is shown beside, its exploiter from random weights (a recipe this card lacks) is not
+    other_warm = {**warm, "recipe": "warm-started from zoo:selfplay", "init": "zoo:selfplay", "command": "warm other"}
+    other_warm["rows"] = [{**warm["rows"][0], "points_won_per_game": 12.4, "mean_point_difference": -8.6}]
+    other_scratch = {**warm, "recipe": "from random weights", "init": "", "command": "scratch other"}
+    recorded["exploitability"] = {
+        "meaning": "exploiters trained against this agent",
+        "compared_with": "other",
+        "runs": [warm],
+    }
+    other = {"exploitability": {"runs": [other_scratch, other_warm]}}
     real_card = zoo.card
-    monkeypatch.setattr(zoo, "card", lambda name: recorded if name == "selfplay-builtin" else real_card(name))
+    monkeypatch.setattr(
+        zoo, "card", lambda name: {"selfplay-builtin": recorded, "other": other}.get(name) or real_card(name)
+    )
     out = tmp_path / "card"
     code, stdout, err = run(["card", "zoo:selfplay-builtin", "--out", str(out), "--video-frames", "60"], capsys)
     assert code == 0, err
@@ -383,8 +397,11 @@ def test_a_zoo_agents_hub_card_carries_both_protocols_the_card_chain_its_robustn
     assert "| opponent | points_won | point_difference | ci95 |" in text, "per-game score lists stay off the table"
     assert "- mean_point_difference: 16.15" in text
     assert "## Exploitability\n\nExploiters trained against this agent." in text
-    assert "| warm-started from zoo:selfplay-mix | 2 | 1,000,000 | 21 | 9.3 | 21.0 | -11.7 |" in text
-    assert f"\n{warm['command']}\n" in text and "seed 2 (2026-12-07, a test machine)" in text
+    assert "| warm-started from zoo:selfplay-mix | 2 | this agent | 1,000,000 | 21 | 9.3 | 21.0 | -11.7 |" in text
+    assert "| warm-started from zoo:selfplay | 2 | zoo:other | 1,000,000 | 21 | 12.4 | 21.0 | -8.6 |" in text
+    assert "from random weights" not in text and "scratch other" not in text
+    assert f"\n{warm['command']}\n" in text and "seed 2, against this agent (2026-12-07, a test machine)" in text
+    assert "](exploiters.png)" in text and (out / "exploiters.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.parametrize(

@@ -205,29 +205,74 @@ def robustness_text(robustness) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
+EXPLOIT_CHART = "exploiters.png"
+
+
+def _exploit_runs(exploitability) -> list[tuple[str, dict]]:
+    """A card's exploit runs with the agent each one attacked: this agent's own, then, where the card compares
+    itself with another zoo agent, that agent's runs of the same recipes (from random weights or warm-started, by
+    seed) in the same order."""
+    runs = [("this agent", run) for run in (exploitability or {}).get("runs", [])]
+    other = (exploitability or {}).get("compared_with")
+    if runs and other:
+        theirs = {_recipe_key(run): run for run in zoo.card(other).get("exploitability", {}).get("runs", [])}
+        runs += [(f"zoo:{other}", theirs[key]) for key in map(_recipe_key, (r for _, r in runs)) if key in theirs]
+    return runs
+
+
+def _recipe_key(run: dict) -> tuple[bool, int]:
+    return bool(run["init"]), run["seed"]
+
+
+def exploit_chart_curves(exploitability) -> list[dict]:
+    """The curves of the card's chart (pongrl.media.plot_exploit_curves): one color per recipe, solid against
+    this agent and dashed against the agent it is compared with."""
+    runs = _exploit_runs(exploitability)
+    colors = {}
+    curves = []
+    for target, run in runs:
+        if not run.get("curve"):
+            continue
+        color = colors.setdefault(_recipe_key(run), f"C{len(colors)}")
+        curves.append(
+            {
+                "label": f"{run['recipe']}, seed {run['seed']}, against {target}",
+                "steps": [step for step, _ in run["curve"]],
+                "values": [value for _, value in run["curve"]],
+                "color": color,
+                "linestyle": "-" if target == "this agent" else "--",
+            }
+        )
+    return curves
+
+
 def exploitability_text(exploitability) -> str:
-    """A card's exploitability section in Markdown: each exploit recipe's points per game by budget, one table, and
+    """A card's exploitability section in Markdown: each exploit recipe's points per game by budget (beside the
+    same recipes against the agent it is compared with), one table, the chart where the runs' curves are kept, and
     the commands that trained the exploiters."""
-    runs = (exploitability or {}).get("runs", [])
+    runs = _exploit_runs(exploitability)
     if not runs:
         return ""
     lines = [
         f"{exploitability['meaning'][0].upper()}{exploitability['meaning'][1:]}.",
         "",
-        "| exploiter | seed | agent steps | games | points won | points lost | difference |",
-        "|---|---|---|---|---|---|---|",
+        "| exploiter | seed | against | agent steps | games | points won | points lost | difference |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for run in runs:
+    for target, run in runs:
         for row in run["rows"]:
             lines.append(
-                f"| {run['recipe']} | {run['seed']} | {row['budget_agent_steps']:,} | {row['games']} | "
+                f"| {run['recipe']} | {run['seed']} | {target} | {row['budget_agent_steps']:,} | {row['games']} | "
                 f"{row['points_won_per_game']:.1f} | {row['points_lost_per_game']:.1f} | "
                 f"{row['mean_point_difference']:+.1f} |"
             )
     lines.append("")
-    for run in runs:
+    if exploit_chart_curves(exploitability):
+        lines += [f"![The exploiters' points a game against agent steps]({EXPLOIT_CHART})", ""]
+    for target, run in runs:
         lines += [
-            f"{run['recipe'][0].upper()}{run['recipe'][1:]}, seed {run['seed']} ({run['date']}, {run['hardware']}):",
+            f"{run['recipe'][0].upper()}{run['recipe'][1:]}, seed {run['seed']}, against {target} ({run['date']}, "
+            f"{run['hardware']}):",
             "",
             f"```\n{run['command']}\n```",
             "",
@@ -247,7 +292,7 @@ def write_card(
 ) -> dict:
     """`sample` scores (and films) the agent with actions drawn from its policy, as a PPO agent plays in
     training, instead of greedily; a DQN agent then plays epsilon-greedy (pongrl.agent.SAMPLE_EPSILON_Q)."""
-    from pongrl.media import record_video
+    from pongrl.media import plot_exploit_curves, record_video
 
     if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)) and not force:
         raise PongrlError(f"{out_dir}: exists and is not empty (use --force to replace it)")
@@ -287,6 +332,9 @@ def write_card(
         if config is not None:
             with open(os.path.join(temp, "config.yaml"), "w") as handle:
                 yaml.safe_dump(config, handle, sort_keys=False)
+        curves = exploit_chart_curves(scores.get("exploitability"))
+        if curves:
+            plot_exploit_curves(curves, os.path.join(temp, EXPLOIT_CHART), title=f"Exploiters of {run_or_checkpoint}")
         video = record_video(
             player,
             load_player("builtin"),
@@ -306,6 +354,7 @@ def write_card(
             obs_profile,
             evaluation,
             video,
+            chart=bool(curves),
         )
         with open(os.path.join(temp, "README.md"), "w") as handle:
             handle.write(readme)
@@ -387,6 +436,7 @@ def _readme(
     obs_profile,
     evaluation,
     video,
+    chart=False,
 ) -> str:
     game_mode = (config or {}).get("game_mode", CLASSIC_MODE)  # runs from before --game-mode played the classic game
     game = "PettingZoo pong_v3" + ("" if game_mode == CLASSIC_MODE else f", on the cartridge's variation {game_mode}")
@@ -419,7 +469,8 @@ def _readme(
     )
     first_video = video["games"][0] if video["games"] else {"first_points": 0, "second_points": 0}
     # Pieces of the text below, named here to keep its lines short.
-    config_file = "- `config.yaml`: every training setting.\n" if config is not None else ""
+    other_files = "- `config.yaml`: every training setting.\n" if config is not None else ""
+    other_files += f"- `{EXPLOIT_CHART}`: the exploiters' curves (see Exploitability).\n" if chart else ""
     replay = (
         f"- `replay.mp4`: one game against the built-in AI ({video['frames']} frames at 60 fps; "
         f"agent {first_video['first_points']}, built-in AI {first_video['second_points']})."
@@ -440,7 +491,7 @@ This card was written by pongrl {__version__}.
 ## Files
 
 - `model.pt`: the network's state_dict (`torch.save(state_dict)`); `model.safetensors`: the same tensors.
-{config_file}{replay}
+{other_files}{replay}
 
 {load}
 

@@ -285,6 +285,38 @@ def record_video(
     return {"frames": writer.frames, "games": results}
 
 
+def plot_exploit_curves(curves: list[dict], out: str, title: str = "Exploiters against frozen agents") -> None:
+    """Exploit runs side by side: the exploiter's points won minus lost a game against its frozen target (its last
+    20 games at each logged step) against its agent steps. Each curve is {"label", "steps", "values"} and may
+    name a "color" and a "linestyle" (a recipe drawn against two targets: one color, two line styles)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for curve in curves:
+        axis.plot(
+            [step / 1e6 for step in curve["steps"]],
+            curve["values"],
+            label=curve["label"],
+            color=curve.get("color"),
+            linestyle=curve.get("linestyle", "-"),
+        )
+    axis.axhline(0, color="gray", linestyle=":", label="even")
+    axis.set(
+        xlabel="exploiter's agent steps (millions)",
+        ylabel="exploiter's points won - lost a game",
+        ylim=(-21.5, 21.5),
+        title=f"{title} (last 20 games)",
+    )
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+
+
 def plot_league(ratings_csv: str, out: str) -> None:
     """A league's ratings against training step, one line per run (95% intervals as bars), and
     each checkpoint's win rate against the built-in AI where the league played it."""
