@@ -29,6 +29,7 @@ import time
 import pongrl
 from pongrl import zoo
 from pongrl.checkpoint import atomic_write_bytes
+from pongrl.exploiters import exploit_curve
 from pongrl.opponents import weights_digest
 
 EXPLOIT_MEANING = (
@@ -49,6 +50,8 @@ def main() -> int:
         help="with --exploit: the zoo agent whose exploiters of the same recipes the card's chart shows beside",
     )
     args = parser.parse_args()
+    if args.compare_with and not args.exploit:
+        sys.exit("zoo_robustness.py: --compare-with goes with --exploit NAME RUN")
     if args.exploit:
         try:
             budgets = [int(budget) for budget in args.budgets.split(",")]
@@ -106,7 +109,7 @@ def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: 
                 "mean_point_difference": round(found["mean_point_difference"], 1),
             }
         )
-    config, metrics = run.config, run.metrics()
+    config = run.config
     init = f" --init {config.init}" if config.init else ""
     entry = {
         "recipe": f"warm-started from {config.init}" if config.init else "from random weights",
@@ -114,23 +117,19 @@ def write_exploitability(name: str, run_dir: str, budgets: list[int], hardware: 
         "seed": config.seed,
         "rows": rows,
         # the whole curve, for the card's chart: each logged step's points a game over the last 20 games
-        "curve": [
-            [int(step), round(float(value), 2)]
-            for step, value in zip(metrics["env_step"], metrics.get("return_vs_agents", ()))
-            if value == value
-        ],
+        "curve": [[step, round(value, 2)] for step, value in exploit_curve(run)],
         "command": f"pongrl exploit zoo:{name}{init} --seed {config.seed} --steps {config.total_steps} "
         "--run-dir RUN --torch-threads 1 --checkpoint-every 100000",
         "date": time.strftime("%Y-%m-%d", time.localtime(os.path.getmtime(os.path.join(run_dir, "metrics.csv")))),
         "hardware": hardware,
     }
     card = zoo.card(name)
-    held = card.get("exploitability", {}).get("runs", [])
-    runs = [other for other in held if (other["init"], other["seed"]) != (entry["init"], entry["seed"])]
-    compared = {"compared_with": compare_with} if compare_with else {}
-    if not compare_with and "compared_with" in card.get("exploitability", {}):
-        compared = {"compared_with": card["exploitability"]["compared_with"]}
-    card["exploitability"] = {"meaning": EXPLOIT_MEANING, **compared, "runs": runs + [entry]}
+    held = card.get("exploitability", {})
+    runs = [other for other in held.get("runs", []) if (other["init"], other["seed"]) != (config.init, config.seed)]
+    card["exploitability"] = {"meaning": EXPLOIT_MEANING, "runs": runs + [entry]}
+    compared_with = compare_with or held.get("compared_with")  # kept from the card unless given anew
+    if compared_with:
+        card["exploitability"]["compared_with"] = compared_with
     card_path = os.path.join(zoo.FOLDER, name + ".json")
     atomic_write_bytes(card_path, (json.dumps(card, indent=1) + "\n").encode())
     differences = ", ".join(f"{row['mean_point_difference']:+.1f}" for row in rows)

@@ -201,6 +201,26 @@ def test_status_times_a_resumed_job_by_its_runs_training_seconds(tmp_path):
     assert job_state(str(tmp_path), "r001-main", {"kind": "train", "steps": 1000}).startswith("started 0 min ago")
 
 
+def test_status_of_a_stopped_training_job_names_the_checkpoint_it_goes_on_from(tmp_path):
+    from pongrl.league.tables import job_state
+
+    folder = tmp_path / "jobs" / "r001-main"
+    folder.mkdir(parents=True)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process of this host that has ended: the job's driver was stopped
+    (folder / "running.json").write_text(json.dumps({"pid": gone.pid, "host": socket.gethostname(), "started": 0}))
+    job = {"kind": "train", "steps": 1000}
+    assert job_state(str(tmp_path), "r001-main", job) == (
+        "stopped before its first checkpoint; starts again when its turn comes"
+    )
+    (folder / "run" / "checkpoints").mkdir(parents=True)
+    (folder / "run" / "config.yaml").write_text("algo: selfplay\n")
+    (folder / "run" / "checkpoints" / "latest").write_text("step_000000000500\n")
+    assert job_state(str(tmp_path), "r001-main", job) == (
+        "stopped; goes on from its checkpoint at step 500 when its turn comes"
+    )
+
+
 def test_changed_settings_are_refused_unless_named_and_bad_input_gets_one_line(tmp_path):
     league = tmp_path / "league"
     flags = tiny_flags(tmp_path, rounds=1)

@@ -212,12 +212,13 @@ def _exploit_runs(exploitability) -> list[tuple[str, dict]]:
     """A card's exploit runs with the agent each one attacked: this agent's own, then, where the card compares
     itself with another zoo agent, that agent's runs of the same recipes (from random weights or warm-started, by
     seed) in the same order."""
-    runs = [("this agent", run) for run in (exploitability or {}).get("runs", [])]
+    own = (exploitability or {}).get("runs", [])
     other = (exploitability or {}).get("compared_with")
-    if runs and other:
+    theirs = {}
+    if own and other:
         theirs = {_recipe_key(run): run for run in zoo.card(other).get("exploitability", {}).get("runs", [])}
-        runs += [(f"zoo:{other}", theirs[key]) for key in map(_recipe_key, (r for _, r in runs)) if key in theirs]
-    return runs
+    matched = [theirs[_recipe_key(run)] for run in own if _recipe_key(run) in theirs]
+    return [("this agent", run) for run in own] + [(f"zoo:{other}", run) for run in matched]
 
 
 def _recipe_key(run: dict) -> tuple[bool, int]:
@@ -267,7 +268,7 @@ def exploitability_text(exploitability) -> str:
                 f"{row['mean_point_difference']:+.1f} |"
             )
     lines.append("")
-    if exploit_chart_curves(exploitability):
+    if any(run.get("curve") for _, run in runs):
         lines += [f"![The exploiters' points a game against agent steps]({EXPLOIT_CHART})", ""]
     for target, run in runs:
         lines += [

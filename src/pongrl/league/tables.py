@@ -256,10 +256,12 @@ def job_state(league_dir: str, job_id: str, job: dict) -> str:
 
 
 def _last_checkpoint(run_dir: str) -> int:
-    from pongrl.checkpoint import checkpoints_folder, read_latest
+    from pongrl.training import Run
 
-    latest = read_latest(checkpoints_folder(run_dir)) if os.path.isdir(run_dir) else None
-    return int(latest.removeprefix("step_")) if latest else 0
+    try:
+        return Run(run_dir).step
+    except PongrlError:  # stopped before its run was set up
+        return 0
 
 
 def _progress(run_dir: str) -> tuple[int, float]:
