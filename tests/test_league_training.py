@@ -137,6 +137,43 @@ def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys,
     assert os.path.getmtime(schedule.result_file(str(league), "r002-main")) == before
 
 
+def test_a_strongest_main_exploiter_starts_from_the_member_that_does_best_against_the_main(tmp_path):
+    def agent(name, share_network=True, network="small"):
+        weights = ActorCritic(NUM_ACTIONS, share_network=share_network, network=network).state_dict()
+        save_safetensors_agent(str(tmp_path / f"{name}.safetensors"), weights, "selfplay", 0, "seed")
+        return {"name": name, "spec": f"{name}.safetensors"}
+
+    def row(opponent, point_difference):
+        return {
+            "kind": "agent",
+            "opponent": opponent,
+            "games": 10,
+            "wins": 5,
+            "losses": 5,
+            "draws": 0,
+            "point_difference": point_difference,
+        }
+
+    main = agent("main-r001")
+    separate, peer, weak = agent("separate", share_network=False), agent("peer"), agent("weak")
+    wide = agent("wide", network="nature")
+    # the main's matches, and one a member played against it (its sign turned to the main's side)
+    results = [
+        {"member": "main-r001", "rows": [row("separate", -6.0), row("weak", 12.0), row("wide", -9.0)]},
+        {"member": "peer", "rows": [row("main-r001", 3.0)]},
+    ]
+    assert schedule.point_differences(results, "main-r001") == {
+        "separate": -6.0,
+        "weak": 12.0,
+        "wide": -9.0,
+        "peer": -3.0,
+    }
+    # wide and separate do better, but their networks are not the main's: the peer's weights start the exploiter
+    others = [separate, peer, weak, wide]
+    assert schedule.strongest_opponent(str(tmp_path), results, main, others) == "peer.safetensors"
+    assert schedule.strongest_opponent(str(tmp_path), results, main, [separate, wide]) == ""
+
+
 def test_starting_members_given_as_files_are_named_by_their_files():
     settings = LeagueSettings(members="/a/agent.safetensors,/b/agent.safetensors,zoo:dqn")
     names = [member["name"] for member in schedule.starting_members(settings)]

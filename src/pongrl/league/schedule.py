@@ -6,8 +6,9 @@ A round (AlphaStar's league, Vinyals et al. 2019, made small):
 - `main`: the main agent trains on from its last weights against a mix: the built-in AI, the scripted battery,
   league members drawn by prioritized fictitious self-play (opponents it beats least, drawn most), its own recent
   snapshots, and itself;
-- `main-exploiter`: a new exploiter trained against the main as the round starts, from random weights or
-  warm-started from the last main exploiter (the iterated adversaries of Tseng et al. 2024);
+- `main-exploiter`: a new exploiter trained against the main as the round starts, from random weights,
+  warm-started from the last main exploiter (the iterated adversaries of Tseng et al. 2024) or from the member
+  that does best against the main;
 - `league-exploiter`: trains against the whole league by the same matchmaking, to find what nobody covers;
 - `matches-NAME`: each new member plays every member before it, the battery and (a main) the built-in AI.
 The three training jobs of a round run side by side; the matches wait for them; the next round waits for the
@@ -131,24 +132,62 @@ def match_results(league_dir: str, through_round: int) -> list[dict]:
     return results
 
 
-def win_rates(results: list[dict], player: str) -> dict[str, tuple[float, int]]:
-    """`player`'s share of points of games won against each member it met (draws half), and the games: from the
-    matches it played and those its opponents played against it."""
-    tally: dict[str, list[float]] = {}
+def agent_rows(results: list[dict], player: str):
+    """(opponent, row, player's side) for each match row between `player` and another member, from the matches it
+    played (its side: "member") and those its opponents played against it ("opponent")."""
     for result in results:
         for row in result["rows"]:
             if row["kind"] != "agent":
                 continue
             if result["member"] == player:
-                won, other = row["wins"] + 0.5 * row["draws"], row["opponent"]
+                yield row["opponent"], row, "member"
             elif row["opponent"] == player:
-                won, other = row["losses"] + 0.5 * row["draws"], result["member"]
-            else:
-                continue
-            entry = tally.setdefault(other, [0.0, 0])
-            entry[0] += won
-            entry[1] += row["games"]
+                yield result["member"], row, "opponent"
+
+
+def win_rates(results: list[dict], player: str) -> dict[str, tuple[float, int]]:
+    """`player`'s share of points of games won against each member it met (draws half), and the games."""
+    tally: dict[str, list[float]] = {}
+    for other, row, side in agent_rows(results, player):
+        won = (row["wins"] if side == "member" else row["losses"]) + 0.5 * row["draws"]
+        entry = tally.setdefault(other, [0.0, 0])
+        entry[0] += won
+        entry[1] += row["games"]
     return {other: ((won + 1) / (games + 2), int(games)) for other, (won, games) in tally.items()}
+
+
+def point_differences(results: list[dict], player: str) -> dict[str, float]:
+    """`player`'s mean point difference a game against each member it met."""
+    tally: dict[str, list[float]] = {}
+    for other, row, side in agent_rows(results, player):
+        entry = tally.setdefault(other, [0.0, 0])
+        entry[0] += row["point_difference"] * row["games"] * (1 if side == "member" else -1)
+        entry[1] += row["games"]
+    return {other: total / games for other, (total, games) in tally.items() if games}
+
+
+def strongest_opponent(league_dir: str, results: list[dict], main: dict, others: list[dict]) -> str:
+    """The spec of the member that does best against the main in the payoff table (the main's lowest point
+    difference) among those whose weights can start an exploiter of the main's network: the warm start of the
+    cheapest strong attack, a peer that already nearly holds its own, trained on against it. "" if none."""
+    from pongrl.agent import PolicyAgent, load_agent  # torch, for the few rounds that ask
+    from pongrl.nets import is_shared_torso
+
+    def shapes(agent) -> dict:
+        return {name: tuple(tensor.shape) for name, tensor in agent.network.state_dict().items()}
+
+    target = load_agent(resolve(league_dir, main["spec"]))
+    differences = point_differences(results, main["name"])
+    for member in sorted((m for m in others if m["name"] in differences), key=lambda m: differences[m["name"]]):
+        agent = load_agent(resolve(league_dir, member["spec"]))
+        if (
+            isinstance(agent, PolicyAgent)
+            and agent.obs_profile == target.obs_profile
+            and shapes(agent) == shapes(target)
+            and is_shared_torso(agent.network.state_dict()) == is_shared_torso(target.network.state_dict())
+        ):
+            return member["spec"]
+    return ""
 
 
 def matchmaking_weights(settings: LeagueSettings, rates: dict, opponents: list[dict]) -> list[float]:
@@ -245,13 +284,18 @@ def plan_round(league_dir: str, settings: LeagueSettings, number: int) -> dict:
 
     warm = settings.main_exploiter_init == "warm" or (settings.main_exploiter_init == "alternate" and number % 2 == 0)
     last_exploiter = [member for member in league if member["role"] == "main-exploiter"]
+    if settings.main_exploiter_init == "strongest":
+        main = next(member for member in league if member["name"] == main_before)
+        exploiter_init = strongest_opponent(league_dir, results, main, others)
+    else:
+        exploiter_init = (last_exploiter[-1]["spec"] if last_exploiter else settings.warm_from) if warm else ""
     jobs[f"r{number:03d}-main-exploiter"] = {
         "kind": "train",
         "role": "main-exploiter",
         "member": member_name("main-exploiter", number),
         "steps": settings.main_exploiter_steps,
         "target": main_spec,
-        "init": (last_exploiter[-1]["spec"] if last_exploiter else settings.warm_from) if warm else "",
+        "init": exploiter_init,
         "settings": training_settings(settings, seed + 2),
     }
 

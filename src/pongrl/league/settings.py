@@ -20,7 +20,7 @@ from pongrl.game import MAX_CYCLES
 
 LEAGUE_FILE = "league.json"
 FORMAT = 1
-EXPLOITER_INITS = ("scratch", "warm", "alternate")
+EXPLOITER_INITS = ("scratch", "warm", "alternate", "strongest")
 MATCHMAKING = ("hard", "even", "uniform")
 
 
@@ -43,8 +43,9 @@ class LeagueSettings:
     league_exploiter_steps: int = 400_000
     """Agent steps the league exploiter trains per round, against the whole league."""
     main_exploiter_init: str = "alternate"
-    """scratch (random weights), warm (the last main exploiter's weights, or --warm-from at first) or alternate
-    (scratch in odd rounds, warm in even ones, so that both are measured)."""
+    """scratch (random weights), warm (the last main exploiter's weights, or --warm-from at first), alternate
+    (scratch in odd rounds, warm in even ones, so that both are measured) or strongest (the weights of the member
+    that does best against the main in the payoff table, of the main's kind of network)."""
     warm_from: str = "zoo:selfplay-builtin"
     """The first warm-started main exploiter's weights (later ones start from the last main exploiter)."""
     league_exploiter_reset: int = 4
