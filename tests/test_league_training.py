@@ -128,6 +128,15 @@ def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys,
     payoff = json.load(open(league / "payoff.json"))
     # each pair is in the table both ways, one the other's negative
     assert payoff["mx-r001"]["main-r000"]["point_difference"] == -payoff["main-r000"]["mx-r001"]["point_difference"]
+    # had round 3 started each main exploiter from the member that does best against the main, it would start
+    # from that one (every member here is of the main's network)
+    settings = LeagueSettings(**json.load(open(league / "league.json"))["settings"])
+    settings.main_exploiter_init = "strongest"
+    against_main = schedule.point_differences(schedule.match_results(str(league), 2), "main-r002")
+    plan = schedule.plan_round(str(league), settings, 3)
+    init = plan["jobs"]["r003-main-exploiter"]["init"]
+    assert init.startswith("members/")  # (a tiny league's games may tie: any of the best will do)
+    assert against_main[os.path.basename(init).removesuffix(".safetensors")] == min(against_main.values())
     code, out, err = run(["status", str(league)], capsys)
     assert code == 0 and "3 of 3 rounds complete" in out and "mx-r002" in out
     # done is done: resuming a complete league trains nothing more
