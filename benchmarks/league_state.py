@@ -5,7 +5,8 @@ directory then costs no more than their measurements).
 
     python benchmarks/league_state.py ~/runs/league --out docs/data/league --charts docs/assets/league
 
-Prints what it wrote. The league itself (runs, checkpoints, every member's weights) stays where it is.
+An older main's file there is removed when a newer one is written, unless `--keep` names it (a main the docs
+measure further). Prints what it wrote. The league itself (runs, checkpoints, every member's weights) stays where it is.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def main() -> int:
     parser.add_argument("league_dir")
     parser.add_argument("--out", required=True, help="folder for the league's files")
     parser.add_argument("--charts", required=True, help="folder for its charts")
+    parser.add_argument(
+        "--keep", default="", help="older mains to keep in --out, comma-separated (e.g. main-r001: one the docs cite)"
+    )
     args = parser.parse_args()
     try:
         settings.load(args.league_dir)
@@ -55,8 +59,9 @@ def main() -> int:
         main_name = schedule.member_name("main", trained[-1])
         agent = load_agent(os.path.join(args.league_dir, schedule.member_file(main_name)))
         path = os.path.join(args.out, f"{main_name}.safetensors")
-        for old in os.listdir(args.out):  # only the latest main is kept here
-            if old.startswith("main-r") and old.endswith(".safetensors") and old != os.path.basename(path):
+        keep = {f"{name.strip()}.safetensors" for name in args.keep.split(",")} | {os.path.basename(path)}
+        for old in os.listdir(args.out):  # the latest main is kept here, and the ones asked for
+            if old.startswith("main-r") and old.endswith(".safetensors") and old not in keep:
                 os.unlink(os.path.join(args.out, old))
         # Saved again, the same weights give other bytes (the metadata's order is not fixed): a main already
         # written is left as it is, so that its file changes only when the main does.

@@ -132,7 +132,11 @@ def test_a_small_league_trains_its_rounds_and_keeps_its_tables(tmp_path, capsys,
     # from that one (every member here is of the main's network)
     settings = LeagueSettings(**json.load(open(league / "league.json"))["settings"])
     settings.main_exploiter_init = "strongest"
-    against_main = schedule.point_differences(schedule.match_results(str(league), 2), "main-r002")
+    against_main = {
+        opponent: cell["point_difference"]
+        for opponent, cell in payoff["main-r002"].items()
+        if opponent in {member["name"] for member in schedule.members(str(league), 2)}
+    }
     plan = schedule.plan_round(str(league), settings, 3)
     init = plan["jobs"]["r003-main-exploiter"]["init"]
     assert init.startswith("members/")  # (a tiny league's games may tie: any of the best will do)
@@ -171,7 +175,8 @@ def test_a_strongest_main_exploiter_starts_from_the_member_that_does_best_agains
         {"member": "main-r001", "rows": [row("separate", -6.0), row("weak", 12.0), row("wide", -9.0)]},
         {"member": "peer", "rows": [row("main-r001", 3.0)]},
     ]
-    assert schedule.point_differences(results, "main-r001") == {
+    scores = schedule.payoff(results)["main-r001"]
+    assert {name: cell["point_difference"] for name, cell in scores.items()} == {
         "separate": -6.0,
         "weak": 12.0,
         "wide": -9.0,
@@ -179,8 +184,8 @@ def test_a_strongest_main_exploiter_starts_from_the_member_that_does_best_agains
     }
     # wide and separate do better, but their networks are not the main's: the peer's weights start the exploiter
     others = [separate, peer, weak, wide]
-    assert schedule.strongest_opponent(str(tmp_path), results, main, others) == "peer.safetensors"
-    assert schedule.strongest_opponent(str(tmp_path), results, main, [separate, wide]) == ""
+    assert schedule.strongest_opponent(str(tmp_path), main, others, scores) == "peer.safetensors"
+    assert schedule.strongest_opponent(str(tmp_path), main, [separate, wide], scores) == ""
 
 
 def test_starting_members_given_as_files_are_named_by_their_files():

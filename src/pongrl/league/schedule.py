@@ -17,6 +17,7 @@ matches, whose results weight its opponents. Round 0 only plays the matches of t
 
 from __future__ import annotations
 
+import math
 import os
 
 from pongrl import zoo
@@ -132,60 +133,64 @@ def match_results(league_dir: str, through_round: int) -> list[dict]:
     return results
 
 
-def agent_rows(results: list[dict], player: str):
-    """(opponent, row, player's side) for each match row between `player` and another member, from the matches it
-    played (its side: "member") and those its opponents played against it ("opponent")."""
+def win_rates(results: list[dict], player: str) -> dict[str, tuple[float, int]]:
+    """`player`'s share of points of games won against each member it met (draws half), and the games: from the
+    matches it played and those its opponents played against it."""
+    tally: dict[str, list[float]] = {}
     for result in results:
         for row in result["rows"]:
             if row["kind"] != "agent":
                 continue
             if result["member"] == player:
-                yield row["opponent"], row, "member"
+                won, other = row["wins"] + 0.5 * row["draws"], row["opponent"]
             elif row["opponent"] == player:
-                yield result["member"], row, "opponent"
-
-
-def win_rates(results: list[dict], player: str) -> dict[str, tuple[float, int]]:
-    """`player`'s share of points of games won against each member it met (draws half), and the games."""
-    tally: dict[str, list[float]] = {}
-    for other, row, side in agent_rows(results, player):
-        won = (row["wins"] if side == "member" else row["losses"]) + 0.5 * row["draws"]
-        entry = tally.setdefault(other, [0.0, 0])
-        entry[0] += won
-        entry[1] += row["games"]
+                won, other = row["losses"] + 0.5 * row["draws"], result["member"]
+            else:
+                continue
+            entry = tally.setdefault(other, [0.0, 0])
+            entry[0] += won
+            entry[1] += row["games"]
     return {other: ((won + 1) / (games + 2), int(games)) for other, (won, games) in tally.items()}
 
 
-def point_differences(results: list[dict], player: str) -> dict[str, float]:
-    """`player`'s mean point difference a game against each member it met."""
-    tally: dict[str, list[float]] = {}
-    for other, row, side in agent_rows(results, player):
-        entry = tally.setdefault(other, [0.0, 0])
-        entry[0] += row["point_difference"] * row["games"] * (1 if side == "member" else -1)
-        entry[1] += row["games"]
-    return {other: total / games for other, (total, games) in tally.items() if games}
+def payoff(results: list[dict]) -> dict[str, dict[str, dict]]:
+    """member -> opponent -> {"point_difference", "win_rate", "games"} from the member's side, for every pair
+    played (each direction), and the member's rows against the built-in AI and the battery."""
+    table: dict[str, dict[str, dict]] = {}
+    for result in results:
+        for row in result["rows"]:
+            cell = {
+                "point_difference": row["point_difference"],
+                "win_rate": (row["wins"] + 0.5 * row["draws"]) / row["games"] if row["games"] else math.nan,
+                "games": row["games"],
+            }
+            table.setdefault(result["member"], {})[row["opponent"]] = cell
+            if row["kind"] == "agent":
+                table.setdefault(row["opponent"], {})[result["member"]] = {
+                    "point_difference": 0.0 - row["point_difference"],
+                    "win_rate": 1 - cell["win_rate"],
+                    "games": row["games"],
+                }
+    return table
 
 
-def strongest_opponent(league_dir: str, results: list[dict], main: dict, others: list[dict]) -> str:
-    """The spec of the member that does best against the main in the payoff table (the main's lowest point
-    difference) among those whose weights can start an exploiter of the main's network: the warm start of the
-    cheapest strong attack, a peer that already nearly holds its own, trained on against it. "" if none."""
-    from pongrl.agent import PolicyAgent, load_agent  # torch, for the few rounds that ask
+def strongest_opponent(league_dir: str, main: dict, others: list[dict], scores: dict[str, dict]) -> str:
+    """The spec of the member that does best against the main (the main's lowest point difference in `scores`,
+    its row of the payoff table) among those whose weights can start an exploiter of the main's network: the warm
+    start of the cheapest strong attack, a peer that already nearly holds its own, trained on against it. "" if
+    none; among equal scores, the member that entered first."""
+    from pongrl.agent import PolicyAgent, load_agent  # torch, for the leagues that ask
     from pongrl.nets import is_shared_torso
 
-    def shapes(agent) -> dict:
-        return {name: tuple(tensor.shape) for name, tensor in agent.network.state_dict().items()}
+    def network_kind(agent) -> tuple:
+        weights = agent.network.state_dict()
+        return agent.obs_profile, is_shared_torso(weights), {name: tuple(t.shape) for name, t in weights.items()}
 
-    target = load_agent(resolve(league_dir, main["spec"]))
-    differences = point_differences(results, main["name"])
-    for member in sorted((m for m in others if m["name"] in differences), key=lambda m: differences[m["name"]]):
+    wanted = network_kind(load_agent(resolve(league_dir, main["spec"])))
+    met = [member for member in others if member["name"] in scores]
+    for member in sorted(met, key=lambda member: scores[member["name"]]["point_difference"]):
         agent = load_agent(resolve(league_dir, member["spec"]))
-        if (
-            isinstance(agent, PolicyAgent)
-            and agent.obs_profile == target.obs_profile
-            and shapes(agent) == shapes(target)
-            and is_shared_torso(agent.network.state_dict()) == is_shared_torso(target.network.state_dict())
-        ):
+        if isinstance(agent, PolicyAgent) and network_kind(agent) == wanted:
             return member["spec"]
     return ""
 
@@ -250,7 +255,8 @@ def plan_round(league_dir: str, settings: LeagueSettings, number: int) -> dict:
     league = members(league_dir, number - 1)
     results = match_results(league_dir, number - 1)
     main_before = member_name("main", number - 1)
-    main_spec = next(member["spec"] for member in league if member["name"] == main_before)
+    main = next(member for member in league if member["name"] == main_before)
+    main_spec = main["spec"]
     jobs = {}
 
     others = [member for member in league if member["name"] != main_before]
@@ -285,10 +291,11 @@ def plan_round(league_dir: str, settings: LeagueSettings, number: int) -> dict:
     warm = settings.main_exploiter_init == "warm" or (settings.main_exploiter_init == "alternate" and number % 2 == 0)
     last_exploiter = [member for member in league if member["role"] == "main-exploiter"]
     if settings.main_exploiter_init == "strongest":
-        main = next(member for member in league if member["name"] == main_before)
-        exploiter_init = strongest_opponent(league_dir, results, main, others)
+        exploiter_init = strongest_opponent(league_dir, main, others, payoff(results).get(main_before, {}))
+    elif warm:
+        exploiter_init = last_exploiter[-1]["spec"] if last_exploiter else settings.warm_from
     else:
-        exploiter_init = (last_exploiter[-1]["spec"] if last_exploiter else settings.warm_from) if warm else ""
+        exploiter_init = ""
     jobs[f"r{number:03d}-main-exploiter"] = {
         "kind": "train",
         "role": "main-exploiter",

@@ -3,7 +3,6 @@ built-in AI and the battery), a summary per round, the charts, and the status of
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import time
@@ -14,27 +13,6 @@ from pongrl.checkpoint import write_csv
 from pongrl.errors import PongrlError
 from pongrl.league import schedule
 from pongrl.league.settings import load, read_json, write_json
-
-
-def payoff(results: list[dict]) -> dict[str, dict[str, dict]]:
-    """member -> opponent -> {"point_difference", "win_rate", "games"} from the member's side, for every pair
-    played (each direction), and the member's rows against the built-in AI and the battery."""
-    table: dict[str, dict[str, dict]] = {}
-    for result in results:
-        for row in result["rows"]:
-            cell = {
-                "point_difference": row["point_difference"],
-                "win_rate": (row["wins"] + 0.5 * row["draws"]) / row["games"] if row["games"] else math.nan,
-                "games": row["games"],
-            }
-            table.setdefault(result["member"], {})[row["opponent"]] = cell
-            if row["kind"] == "agent":
-                table.setdefault(row["opponent"], {})[result["member"]] = {
-                    "point_difference": 0.0 - row["point_difference"],
-                    "win_rate": 1 - cell["win_rate"],
-                    "games": row["games"],
-                }
-    return table
 
 
 def round_summary(league_dir: str, number: int, table: dict) -> dict:
@@ -107,7 +85,7 @@ def write_tables(league_dir: str) -> dict:
     if rounds == 0:
         return {}
     results = schedule.match_results(league_dir, rounds - 1)
-    table = payoff(results)
+    table = schedule.payoff(results)
     write_json(os.path.join(league_dir, "payoff.json"), table)
     names = [member["name"] for member in schedule.members(league_dir, rounds - 1)]
     columns = names + sorted({opponent for cells in table.values() for opponent in cells} - set(names))
